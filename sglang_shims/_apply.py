@@ -1,0 +1,172 @@
+"""Applying one patch with a journal, so that it can always be undone.
+
+Patch code never assigns to its target directly: it asks the :class:`PatchContext`
+(``ctx.setattr``, ``ctx.wrap``, ``ctx.setenv`` ...), which records how to undo each
+change.  If ``apply`` raises midway, the journal is replayed backwards and the
+target is exactly as it was; ``sglang_shims.revert()`` replays the same journal.
+As a second line of defence the engine also snapshots the target module's
+``__dict__`` and restores it after a failed apply, catching writes that bypassed
+the context.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable, MutableMapping
+from types import ModuleType
+from typing import Any, NoReturn
+
+from ._manifest import Manifest
+
+_MISSING = object()
+
+
+class Retired(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by patch code (``ctx.retire(...)``) when it finds the problem already fixed."""
+
+
+class PatchContext:
+    """What a patch's ``apply(ctx)`` gets: the target and journaled ways to change things."""
+
+    def __init__(self, manifest: Manifest, module: ModuleType,
+                 versions: dict[str, str | None]) -> None:
+        self.manifest = manifest
+        self.module = module
+        self.versions = versions
+        self.log = logging.getLogger(f"sglang_shims.patch.{manifest.id}")
+        self.notes: list[str] = []
+        self._undo: list[tuple[str, Callable[[], None]]] = []
+
+    # -- journaled changes -------------------------------------------------------------
+
+    def setattr(self, obj: Any, name: str, value: Any) -> None:
+        """``setattr(obj, name, value)``, remembering the old value (or its absence)."""
+        # Only the object's own attribute counts: an inherited one comes back by deleting.
+        try:
+            old = vars(obj).get(name, _MISSING)
+        except TypeError:  # no __dict__ (slots)
+            old = getattr(obj, name, _MISSING)
+
+        def undo() -> None:
+            if old is _MISSING:
+                try:
+                    delattr(obj, name)
+                except AttributeError:
+                    pass
+            else:
+                setattr(obj, name, old)
+
+        setattr(obj, name, value)
+        self._undo.append((f"setattr {_label(obj)}.{name}", undo))
+
+    def delattr(self, obj: Any, name: str) -> None:
+        old = getattr(obj, name)
+        delattr(obj, name)
+        self._undo.append((f"delattr {_label(obj)}.{name}", lambda: setattr(obj, name, old)))
+
+    def setitem(self, mapping: MutableMapping[Any, Any], key: Any, value: Any) -> None:
+        old = mapping.get(key, _MISSING)
+
+        def undo() -> None:
+            if old is _MISSING:
+                mapping.pop(key, None)
+            else:
+                mapping[key] = old
+
+        mapping[key] = value
+        self._undo.append((f"setitem {key!r}", undo))
+
+    def setenv(self, name: str, value: str) -> None:
+        """Set an environment variable for this process and the children it starts."""
+        self.setitem(os.environ, name, value)
+
+    def wrap(self, obj: Any, name: str,
+             wrapper: Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+             ) -> Any:
+        """Wrap ``obj.name`` with ``wrapper(wrapped, instance, args, kwargs)`` (wrapt style).
+
+        wrapt keeps the signature, ``__wrapped__`` and method binding (plain, class
+        and static methods alike); it is imported here, on first use, because it is
+        too heavy to import at interpreter start.
+        """
+        import wrapt
+
+        # On a class take the raw descriptor (classmethod/staticmethod), not a bound method.
+        original = vars(obj)[name] if isinstance(obj, type) and name in vars(obj) \
+            else getattr(obj, name)
+        wrapped = wrapt.FunctionWrapper(original, wrapper)
+        self.setattr(obj, name, wrapped)
+        return wrapped
+
+    def rebind(self, old: Any, new: Any, prefix: str) -> int:
+        """Replace module-level copies of ``old`` (``from X import old``) by ``new``.
+
+        Only modules whose name starts with ``prefix`` are touched; returns how many
+        bindings changed.  Each change is journaled like any other.
+        """
+        count = 0
+        for mod_name, mod in list(sys.modules.items()):
+            if not (mod_name == prefix or mod_name.startswith(prefix + ".")):
+                continue
+            namespace = getattr(mod, "__dict__", None)
+            if not isinstance(namespace, dict):
+                continue
+            for key, value in list(namespace.items()):
+                if value is old:
+                    self.setitem(namespace, key, new)
+                    count += 1
+        return count
+
+    # -- signals ----------------------------------------------------------------------
+
+    def retire(self, reason: str) -> NoReturn:
+        """Stop here: the problem this patch fixes is not present. Undone, logged, no-op."""
+        raise Retired(reason)
+
+    def note(self, text: str) -> None:
+        """Add a line to this patch's entry in the report."""
+        self.notes.append(text)
+
+    # -- journal ----------------------------------------------------------------------
+
+    @property
+    def changes(self) -> list[str]:
+        return [label for label, _ in self._undo]
+
+    def undo(self) -> list[str]:
+        """Undo every recorded change, newest first; returns the errors met, if any."""
+        errors = []
+        while self._undo:
+            label, step = self._undo.pop()
+            try:
+                step()
+            except Exception as exc:  # keep undoing the rest
+                errors.append(f"{label}: {type(exc).__name__}: {exc}")
+        return errors
+
+
+def _label(obj: Any) -> str:
+    if isinstance(obj, ModuleType):
+        return obj.__name__
+    return getattr(obj, "__qualname__", type(obj).__name__)
+
+
+def snapshot(module: ModuleType) -> dict[str, Any]:
+    return dict(module.__dict__)
+
+
+def restore(module: ModuleType, before: dict[str, Any]) -> list[str]:
+    """Make ``module.__dict__`` identical (by identity) to ``before``; list what differed."""
+    namespace = module.__dict__
+    fixed = []
+    for key in list(namespace):
+        if key not in before:
+            del namespace[key]
+            fixed.append(f"removed {key}")
+    for key, value in before.items():
+        if namespace.get(key, _MISSING) is not value:
+            namespace[key] = value
+            fixed.append(f"restored {key}")
+    return fixed

@@ -1,0 +1,110 @@
+"""Would a patch act here, and if not, why?  One judgement for runtime and CLI.
+
+The order is fixed and each step names its reason: toggles (``disabled``), version
+and GPU gates (``not-applicable``), retire rules (``retired``), fingerprints
+(``drifted``).  What passes all four ``would-apply``; the engine then applies it.
+At runtime the live target module answers "is this symbol exported?"; statically
+(``sglang-shims list``) its source file does, and nothing is imported.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from types import ModuleType
+
+from . import _gates, _source
+from ._manifest import Manifest
+
+# Marker attribute that proxies and patch wrappers carry; a name bound to one of
+# them was put there by us and does not count as "exported".
+SHIM_MARK = "patch_id"
+
+
+@dataclass
+class Assessment:
+    state: str
+    reason: str
+    gates: list[str] = field(default_factory=list)
+    retire: list[str] = field(default_factory=list)
+    fingerprints: list[str] = field(default_factory=list)
+
+
+def _exported_live(module: ModuleType, name: str) -> bool:
+    value = vars(module).get(name)
+    if value is None and name not in vars(module):
+        return False
+    return not (type(value).__name__ == "OptionalSymbol" and hasattr(value, SHIM_MARK))
+
+
+def exported(symbol: str, live: ModuleType | None = None) -> tuple[bool | None, str]:
+    """Does ``module:name`` exist?  None when it cannot be told (star import, no source)."""
+    module_name, _, name = symbol.partition(":")
+    # ``live`` has run its body (the engine passes it after exec); any other module
+    # counts only once fully imported, since a half-run body has not bound its names.
+    module = live if live is not None and live.__name__ == module_name else None
+    if module is None:
+        candidate = sys.modules.get(module_name)
+        spec = getattr(candidate, "__spec__", None)
+        if candidate is not None and not getattr(spec, "_initializing", False):
+            module = candidate
+    if module is not None:
+        hit = _exported_live(module, name)
+        return hit, f"{module_name} {'exports' if hit else 'does not export'} {name}"
+    source = _source.read(module_name)
+    if source is None:
+        return None, f"cannot read the source of {module_name}"
+    try:
+        names, star = _source.bound_names(source)
+    except SyntaxError as exc:
+        return None, f"cannot parse {module_name} ({exc})"
+    if name in names:
+        return True, f"{module_name} binds {name} (read from its source)"
+    if star:
+        return None, f"{module_name} star-imports; cannot tell statically whether it has {name}"
+    return False, f"{module_name} does not bind {name} (read from its source)"
+
+
+def retired(manifest: Manifest, env: _gates.Environment,
+            live: ModuleType | None = None) -> tuple[bool, list[str]]:
+    lines = []
+    hit = False
+    rule = manifest.retire
+    for symbol in rule.exported:
+        answer, detail = exported(symbol, live)
+        lines.append(detail)
+        hit = hit or bool(answer)
+    for dist in rule.installed:
+        version = env.version(dist)
+        lines.append(f"{dist} {'installed (' + version + ')' if version else 'not installed'}")
+        hit = hit or version is not None
+    if rule.versions:
+        results = [_gates.check_gate(g, env) for g in rule.versions]
+        lines.extend(d for _, d in results)
+        hit = hit or all(ok for ok, _ in results)
+    return hit, lines
+
+
+def assess(manifest: Manifest, env: _gates.Environment, enabled: bool = True,
+           toggle: str = "default", live: ModuleType | None = None,
+           sources: dict[str, str | None] | None = None) -> Assessment:
+    """Judge one patch. ``live`` is the target module at runtime, None for the CLI."""
+    if not enabled:
+        return Assessment("disabled", f"disabled by {toggle}")
+    ok, gate_lines, failure = _gates.evaluate(manifest, env)
+    result = Assessment("would-apply", "", gates=gate_lines)
+    if not ok:
+        result.state, result.reason = "not-applicable", failure
+        return result
+    is_retired, result.retire = retired(manifest, env, live)
+    if is_retired:
+        result.state = "retired"
+        result.reason = f"{manifest.retire.description} ({'; '.join(result.retire)})"
+        return result
+    fp_ok, result.fingerprints, mismatch = _source.check_all(manifest.fingerprints, sources)
+    if not fp_ok:
+        result.state = "drifted"
+        result.reason = f"target changed, left stock: {mismatch}"
+        return result
+    result.reason = "; ".join(gate_lines) or "no version gates"
+    return result

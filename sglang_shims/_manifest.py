@@ -1,0 +1,331 @@
+"""Patch manifests: the declarative half of a patch, parsed and validated.
+
+A patch folder holds ``manifest.toml`` and, optionally, ``patch.py``.  The manifest
+says what the patch is for (id, summary, evidence), where it acts (target module,
+before or after its body), when it may act (version and GPU gates), what it expects
+to find there (fingerprints), when it is no longer needed (retire rules), whether it
+is on by default and what happens if it fails (policy).  Validation is strict and
+every message names the file and the field, because a typo in a gate must never
+silently turn a patch off.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+ID_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*[a-z0-9]$")
+MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+SYMBOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
+DIST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+WHEN = ("before", "after")
+POLICIES = ("optional", "required")
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be used; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A PEP 440 specifier over one distribution, or the first installed of several.
+
+    ``"sgl-kernel | sglang-kernel" = ">=0.3.18"`` reads: whichever of the two is
+    installed (first listed wins) must satisfy the specifier.  An empty specifier
+    only asks that the distribution be installed.
+    """
+
+    dists: tuple[str, ...]
+    spec: str
+
+    @property
+    def label(self) -> str:
+        return " | ".join(self.dists)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What a patch expects to find in a module's source before it acts.
+
+    Exactly one kind is set: ``anchors`` (exact texts that must occur), ``sha256``
+    (accepted hashes of one function's normalised source) or ``imports`` (a
+    module-level ``from X import names`` statement).
+    """
+
+    module: str
+    anchors: tuple[str, ...] = ()
+    function: str | None = None
+    sha256: tuple[str, ...] = ()
+    import_from: str | None = None
+    import_names: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        if self.anchors:
+            return "anchors"
+        if self.sha256:
+            return "sha256"
+        return "imports"
+
+    def describe(self) -> str:
+        if self.anchors:
+            return f"{self.module} contains {len(self.anchors)} anchor text(s)"
+        if self.sha256:
+            return f"{self.module}:{self.function} source hash in {list(self.sha256)}"
+        return f"{self.module} does `from {self.import_from} import {', '.join(self.import_names)}`"
+
+
+@dataclass(frozen=True)
+class Retire:
+    """When the problem is gone upstream, the patch becomes a logged no-op.
+
+    Any one rule suffices: a symbol exported (``"module:name"``), a distribution
+    installed, or every version gate in ``versions`` satisfied.
+    """
+
+    description: str
+    exported: tuple[str, ...] = ()
+    installed: tuple[str, ...] = ()
+    versions: tuple[Gate, ...] = ()
+
+
+@dataclass(frozen=True)
+class Provide:
+    """A name supplied on the target module as a lazy proxy when it is missing."""
+
+    name: str
+    exported_by: str
+    remedy: str
+    provider_dists: tuple[str, ...] = ()
+    substitute: str | None = None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    id: str
+    summary: str
+    evidence: tuple[str, ...]
+    target: str
+    when: str
+    default: bool
+    policy: str
+    retire: Retire
+    changes: str = ""
+    requires: tuple[Gate, ...] = ()
+    gpu: str | None = None
+    fingerprints: tuple[Fingerprint, ...] = ()
+    provides: tuple[Provide, ...] = ()
+    code: str | None = None
+    range_note: str = ""
+    folder: Path | None = field(default=None, compare=False)
+    source: str = "builtin"
+
+    @property
+    def roots(self) -> set[str]:
+        return {self.target.partition(".")[0]}
+
+
+def _fail(where: str, message: str) -> ManifestError:
+    return ManifestError(f"{where}: {message}")
+
+
+class _Reader:
+    """Pulls typed fields out of a TOML table and remembers which keys were used."""
+
+    def __init__(self, table: dict[str, Any], where: str) -> None:
+        self.table = table
+        self.where = where
+        self.used: set[str] = set()
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = ..., ) -> Any:
+        self.used.add(key)
+        if key not in self.table:
+            if default is ...:
+                raise _fail(self.where, f"missing required field {key!r}")
+            return default
+        value = self.table[key]
+        if not isinstance(value, kind):
+            names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+            raise _fail(self.where, f"field {key!r} must be {names}, got {type(value).__name__}")
+        return value
+
+    def strings(self, key: str, default: Any = ...) -> tuple[str, ...]:
+        value = self.get(key, list, default)
+        if not isinstance(value, list):
+            return tuple(value)
+        if not all(isinstance(v, str) for v in value):
+            raise _fail(self.where, f"field {key!r} must be a list of strings")
+        return tuple(value)
+
+    def finish(self) -> None:
+        extra = sorted(set(self.table) - self.used)
+        if extra:
+            raise _fail(self.where, f"unknown field(s) {extra}; check the spelling")
+
+
+def parse_gates(table: dict[str, Any], where: str) -> tuple[Gate, ...]:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    gates = []
+    for key, spec in table.items():
+        if not isinstance(spec, str):
+            raise _fail(where, f"gate {key!r} must be a specifier string like '>=0.5,<0.6'")
+        dists = tuple(d.strip() for d in key.split("|"))
+        bad = [d for d in dists if not DIST_RE.match(d)]
+        if bad:
+            raise _fail(where, f"gate {key!r} names an invalid distribution {bad[0]!r}")
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier as exc:
+            raise _fail(where, f"gate {key!r}: invalid specifier {spec!r} ({exc})") from None
+        gates.append(Gate(dists, spec.strip()))
+    return tuple(gates)
+
+
+def _parse_fingerprint(table: Any, where: str) -> Fingerprint:
+    if not isinstance(table, dict):
+        raise _fail(where, "each [[fingerprint]] must be a table")
+    r = _Reader(table, where)
+    module = r.get("module", str)
+    if not MODULE_RE.match(module):
+        raise _fail(where, f"fingerprint module {module!r} is not a module name")
+    anchors = r.strings("anchors", ())
+    function = r.get("function", str, None)
+    sha = r.strings("sha256", ())
+    imports = r.get("imports", dict, None)
+    r.finish()
+    kinds = [bool(anchors), bool(sha), imports is not None]
+    if sum(kinds) != 1:
+        raise _fail(where, "a fingerprint needs exactly one of 'anchors', 'sha256', 'imports'")
+    if sha and not function:
+        raise _fail(where, "a 'sha256' fingerprint needs 'function' (a qualified name)")
+    if imports is not None:
+        ir = _Reader(imports, where + " imports")
+        src = ir.get("from", str)
+        names = ir.strings("names")
+        ir.finish()
+        return Fingerprint(module, import_from=src, import_names=names)
+    if any(not a for a in anchors):
+        raise _fail(where, "an anchor must not be empty")
+    return Fingerprint(module, anchors=anchors, function=function, sha256=sha)
+
+
+def _parse_retire(table: Any, where: str) -> Retire:
+    if not isinstance(table, dict):
+        raise _fail(where, "[retire] must be a table")
+    r = _Reader(table, where)
+    description = r.get("when", str)
+    exported = r.strings("exported", ())
+    installed = r.strings("installed", ())
+    versions = parse_gates(r.get("versions", dict, {}), where + " versions")
+    r.finish()
+    for sym in exported:
+        if not SYMBOL_RE.match(sym):
+            raise _fail(where, f"exported {sym!r} must look like 'module:name'")
+    if not (exported or installed or versions):
+        raise _fail(where, "needs at least one rule: 'exported', 'installed' or 'versions'")
+    return Retire(description, exported, installed, versions)
+
+
+def _parse_provide(table: Any, where: str) -> Provide:
+    if not isinstance(table, dict):
+        raise _fail(where, "each [[provide]] must be a table")
+    r = _Reader(table, where)
+    name = r.get("name", str)
+    out = Provide(
+        name=name,
+        exported_by=r.get("exported_by", str),
+        remedy=r.get("remedy", str),
+        provider_dists=r.strings("provider_dists", ()),
+        substitute=r.get("substitute", str, None),
+    )
+    r.finish()
+    if not name.isidentifier():
+        raise _fail(where, f"provide name {name!r} is not an identifier")
+    if out.substitute is not None and not SYMBOL_RE.match(out.substitute):
+        raise _fail(where, f"substitute {out.substitute!r} must look like 'module:name'")
+    return out
+
+
+def parse(data: dict[str, Any], where: str, folder: Path | None = None,
+          source: str = "builtin") -> Manifest:
+    """Build a :class:`Manifest` from parsed TOML, or raise :class:`ManifestError`."""
+    r = _Reader(data, where)
+    patch_id = r.get("id", str)
+    if not ID_RE.match(patch_id):
+        raise _fail(where, f"id {patch_id!r} must be lower-case letters, digits, '-' and '.'")
+    if folder is not None and folder.name != patch_id:
+        raise _fail(where, f"id {patch_id!r} must equal its folder name {folder.name!r}")
+    summary = r.get("summary", str).strip()
+    if not summary or "\n" in summary:
+        raise _fail(where, "summary must be one non-empty line")
+    evidence = r.strings("evidence")
+    if not evidence or not all(e.startswith("https://") for e in evidence):
+        raise _fail(where, "evidence must list at least one https:// URL (issue, PR or commit)")
+    default_raw = r.get("default", str, "on")
+    if default_raw not in ("on", "off"):
+        raise _fail(where, f"default must be 'on' or 'off', got {default_raw!r}")
+    policy = r.get("policy", str, "optional")
+    if policy not in POLICIES:
+        raise _fail(where, f"policy must be one of {POLICIES}, got {policy!r}")
+    target_t = r.get("target", dict)
+    tr = _Reader(target_t, where + " [target]")
+    target = tr.get("module", str)
+    when = tr.get("when", str, "after")
+    tr.finish()
+    if not MODULE_RE.match(target):
+        raise _fail(where, f"target module {target!r} is not a module name")
+    if when not in WHEN:
+        raise _fail(where, f"target.when must be one of {WHEN}, got {when!r}")
+    requires = parse_gates(r.get("requires", dict, {}), where + " [requires]")
+    gpu_t = r.get("gpu", dict, None)
+    gpu = None
+    if gpu_t is not None:
+        gr = _Reader(gpu_t, where + " [gpu]")
+        gpu = gr.get("capability", str)
+        gr.finish()
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            SpecifierSet(gpu)
+        except InvalidSpecifier:
+            raise _fail(where, f"gpu.capability {gpu!r} must be a specifier like '>=12.0'") from None
+    fps = tuple(_parse_fingerprint(t, f"{where} [[fingerprint]] #{i + 1}")
+                for i, t in enumerate(r.get("fingerprint", list, [])))
+    retire = _parse_retire(r.get("retire", dict), where + " [retire]")
+    provides = tuple(_parse_provide(t, f"{where} [[provide]] #{i + 1}")
+                     for i, t in enumerate(r.get("provide", list, [])))
+    code = r.get("code", str, None)
+    range_t = r.get("range", dict, {})
+    rr = _Reader(range_t, where + " [range]")
+    range_note = rr.get("established", str, "")
+    rr.finish()
+    changes = r.get("changes", str, "").strip()
+    r.finish()
+    if code is None and folder is not None and (folder / "patch.py").is_file():
+        code = "patch.py"
+    if code is None and not provides:
+        raise _fail(where, "a patch needs code (patch.py) or at least one [[provide]]")
+    return Manifest(
+        id=patch_id, summary=summary, evidence=evidence, target=target, when=when,
+        default=default_raw == "on", policy=policy, retire=retire, changes=changes,
+        requires=requires, gpu=gpu, fingerprints=fps, provides=provides, code=code,
+        range_note=range_note, folder=folder, source=source,
+    )
+
+
+def load_text(text: str, where: str, folder: Path | None = None,
+              source: str = "builtin") -> Manifest:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _fail(where, f"not valid TOML ({exc})") from None
+    return parse(data, where, folder, source)

@@ -1,0 +1,48 @@
+"""pytest fixtures for testing patches: stand-in kernels and real sglang wheels.
+
+Registered through the ``pytest11`` entry point, so any project with sglang-shims
+installed can use them::
+
+    def test_my_patch(standin_kernel, sglang_release):
+        kernel = standin_kernel("0.3.18")     # a PYTHONPATH entry with sgl_kernel 0.3.18
+        sglang = sglang_release("0.5.1")      # the real wheel, unpacked
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def standin_kernel(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """Factory: ``standin_kernel(version, name=None, drop=(), add=())`` -> folder."""
+    from . import standin
+
+    made: dict[tuple[object, ...], Path] = {}
+
+    def make(version: str, name: str | None = None, drop: tuple[str, ...] = (),
+             add: tuple[str, ...] = ()) -> Path:
+        key = (version, name, drop, add)
+        if key not in made:
+            dest = tmp_path_factory.mktemp(f"sgl_kernel-{version}")
+            made[key] = standin.build(version, dest, name=name, drop=drop, add=add)
+        return made[key]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def sglang_release() -> Callable[[str], Path]:
+    """Factory: ``sglang_release(version)`` -> unpacked real wheel (cached on disk)."""
+    from . import wheels
+
+    def get(version: str) -> Path:
+        try:
+            return wheels.unpack("sglang", version)
+        except RuntimeError as exc:
+            pytest.fail(str(exc))
+
+    return get
