@@ -23,7 +23,7 @@ from ._manifest import Manifest
 _MISSING = object()
 
 
-class Retired(Exception):  # noqa: N818 - a signal, not an error
+class Retired(Exception):
     """Raised by patch code (``ctx.retire(...)``) when it finds the problem already fixed."""
 
 

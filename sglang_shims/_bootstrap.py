@@ -20,6 +20,13 @@ The watch table below is generated from the manifests under ``patches/``
 import os
 import sys
 
+# ``typing`` costs milliseconds at start-up; mypy treats any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
 # BEGIN GENERATED WATCH TABLE
 # patch id -> (module whose import triggers it, on by default, policy is required)
 PATCHES: dict[str, tuple[str, bool, bool]] = {
@@ -121,7 +128,7 @@ class Toggles:
         known = {i.lower() for i in known_ids}
         known_vars = {patch_var(i) for i in known_ids}
         listing = ", ".join(sorted(known_ids)) or "(none)"
-        out = []
+        out: list[str] = []
         for var_name, ids in (("SGLANG_SHIMS_DISABLE", self.disable),
                               ("SGLANG_SHIMS_ENABLE", self.enable)):
             out.extend(f"{var_name} names unknown patch {i!r}; known ids: {listing}"
@@ -145,7 +152,8 @@ class Watcher:
         self.names = set(names)
         self._finding: set[str] = set()
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
+    def find_spec(self, fullname: str, path: "Sequence[str] | None" = None,
+                  target: "ModuleType | None" = None) -> "ModuleSpec | None":
         if fullname not in self.names or fullname in self._finding:
             return None
         # The caller holds the import lock for this name, so one guard per name suffices.
@@ -164,8 +172,8 @@ class Watcher:
         finally:
             self._finding.discard(fullname)
         loader = getattr(spec, "loader", None)
-        if loader is not None and hasattr(loader, "exec_module"):
-            spec.loader = HookedLoader(loader, fullname, self)  # type: ignore[union-attr]
+        if spec is not None and loader is not None and hasattr(loader, "exec_module"):
+            spec.loader = HookedLoader(loader, fullname, self)
         return spec
 
     def done(self, fullname: str) -> None:

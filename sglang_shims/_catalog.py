@@ -65,8 +65,8 @@ def extra_roots(value: str | None) -> tuple[list[Path], list[str]]:
     """Parse ``SGLANG_SHIMS_PATH``; return the usable folders and a warning per refusal."""
     roots: list[Path] = []
     warnings: list[str] = []
-    for part in (value or "").split(os.pathsep):
-        part = part.strip()
+    for raw in (value or "").split(os.pathsep):
+        part = raw.strip()
         if not part:
             continue
         path = Path(part)

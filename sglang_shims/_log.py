@@ -15,19 +15,14 @@ LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNI
           "error": logging.ERROR}
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Looks up ``sys.stderr`` at emit time, so redirection (pytest, sglang) is honoured."""
+class _StderrHandler(logging.Handler):
+    """Writes to whatever ``sys.stderr`` is at emit time (pytest and sglang redirect it)."""
 
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
-
-    @property  # type: ignore[override]
-    def stream(self) -> object:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value: object) -> None:
-        pass
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:
+            self.handleError(record)
 
 
 def configure() -> tuple[logging.Logger, str | None]:

@@ -297,7 +297,7 @@ def parse(data: dict[str, Any], where: str, folder: Path | None = None,
         try:
             SpecifierSet(gpu)
         except InvalidSpecifier:
-            raise _fail(where, f"gpu.capability {gpu!r} must be a specifier like '>=12.0'") from None
+            raise _fail(where, f"gpu.capability {gpu!r} must look like '>=12.0'") from None
     fps = tuple(_parse_fingerprint(t, f"{where} [[fingerprint]] #{i + 1}")
                 for i, t in enumerate(r.get("fingerprint", list, [])))
     retire = _parse_retire(r.get("retire", dict), where + " [retire]")

@@ -48,15 +48,15 @@ def role() -> str:
     title = sys.modules.get("setproctitle")
     if title is not None:
         try:
-            name = title.getproctitle()
+            name = str(title.getproctitle())
             if name.startswith("sglang::"):
-                return name.split("::", 1)[1].split()[0]
+                return name.partition("::")[2].split()[0]
         except Exception:
             pass
     mp = sys.modules.get("multiprocessing")
     if mp is not None:
         try:
-            name = mp.current_process().name
+            name = str(mp.current_process().name)
             if name != "MainProcess":
                 return name
         except Exception:
@@ -90,7 +90,7 @@ def write(directory: str, data: dict[str, Any]) -> Path:
     target = folder / f"{os.getpid()}.json"
     tmp = folder / f".{os.getpid()}.json.tmp"
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, target)
+    tmp.replace(target)
     return target
 
 

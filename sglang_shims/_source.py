@@ -76,6 +76,10 @@ def read(module: str) -> str | None:
         return None
 
 
+# ``try/except*`` (3.11+) nests statements the same way ``try`` does.
+_TRY_NODES: tuple[type[ast.stmt], ...] = (ast.Try, getattr(ast, "TryStar", ast.Try))
+
+
 def _top_level(tree: ast.Module) -> Iterator[ast.stmt]:
     """Statements that run when the module body runs: the body and its if/try blocks."""
     stack: list[ast.stmt] = list(reversed(tree.body))
@@ -85,10 +89,10 @@ def _top_level(tree: ast.Module) -> Iterator[ast.stmt]:
         blocks: list[list[ast.stmt]] = []
         if isinstance(node, ast.If | ast.For | ast.While | ast.With):
             blocks = [node.body, node.orelse] if not isinstance(node, ast.With) else [node.body]
-        elif isinstance(node, ast.Try):
-            blocks = [node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)]
-        elif sys.version_info >= (3, 11) and isinstance(node, ast.TryStar):
-            blocks = [node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)]
+        elif isinstance(node, _TRY_NODES):
+            handlers: list[ast.ExceptHandler] = getattr(node, "handlers", [])
+            blocks = [getattr(node, "body", []), getattr(node, "orelse", []),
+                      getattr(node, "finalbody", []), *(h.body for h in handlers)]
         for block in reversed(blocks):
             stack.extend(reversed(block))
 

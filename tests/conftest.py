@@ -1,0 +1,108 @@
+"""Shared helpers: run Python in a fresh interpreter, and write throw-away patches.
+
+Anything that touches interpreter start-up or the per-process engine runs in a
+subprocess: the engine is a per-process singleton, and the tests must see what a
+real process sees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ACTIVATE = "import sglang_shims._bootstrap as _b; _b.activate('test')\n"
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The current environment without any SGLANG_SHIMS_* setting or PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("SGLANG_SHIMS") and k not in ("PYTHONPATH", "PYTHONSTARTUP")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> object:
+        """The last stdout line, parsed (snippets print one JSON document last)."""
+        return json.loads(self.stdout.strip().splitlines()[-1])
+
+
+def run_python(code: str, *, paths: tuple[Path | str, ...] = (), env: dict[str, str] | None = None,
+               activate: bool = True, python: str = sys.executable, timeout: float = 120,
+               cwd: Path | None = None, args: tuple[str, ...] = ()) -> Result:
+    """Run ``code`` in a fresh interpreter with the repo and ``paths`` importable.
+
+    ``activate`` prepends what the .pth line does, since the repo is not installed.
+    """
+    full_env = clean_env(**(env or {}))
+    full_env["PYTHONPATH"] = os.pathsep.join([str(REPO), *map(str, paths)])
+    source = (ACTIVATE if activate else "") + textwrap.dedent(code)
+    proc = subprocess.run([python, "-c", source, *args], env=full_env, capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd or REPO, check=False)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def py() -> Callable[..., Result]:
+    return run_python
+
+
+def write_package(root: Path, files: dict[str, str]) -> Path:
+    """Write ``{"pkg/mod.py": source}`` under ``root``; returns ``root``."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def write_patch(root: Path, patch_id: str, manifest: str, code: str | None = None) -> Path:
+    """Write ``root/<patch_id>/manifest.toml`` (and ``patch.py``); returns ``root``."""
+    folder = root / patch_id
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(root, 0o755)
+    os.chmod(folder, 0o755)
+    (folder / "manifest.toml").write_text(textwrap.dedent(manifest), encoding="utf-8")
+    if code is not None:
+        (folder / "patch.py").write_text(textwrap.dedent(code), encoding="utf-8")
+    return root
+
+
+def manifest_text(patch_id: str, target: str, *, extra: str = "", requires: str = "",
+                  retire: str = 'installed = ["no-such-dist-xyz"]', when: str = "after",
+                  policy: str = "optional", default: str = "on") -> str:
+    """A minimal valid manifest; ``extra`` appends more tables."""
+    return f"""
+id = "{patch_id}"
+summary = "test patch {patch_id}"
+evidence = ["https://example.org/issue/1"]
+default = "{default}"
+policy = "{policy}"
+
+[target]
+module = "{target}"
+when = "{when}"
+
+[requires]
+{requires}
+
+[retire]
+when = "never in tests"
+{retire}
+{extra}
+"""

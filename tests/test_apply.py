@@ -1,0 +1,159 @@
+"""The journal: every change a patch makes through its context can be undone exactly."""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from typing import Any
+
+import pytest
+
+from sglang_shims._apply import PatchContext, Retired, restore, snapshot
+from sglang_shims._manifest import load_text
+from sglang_shims._proxy import MissingSymbolError, OptionalSymbol
+
+from .conftest import manifest_text
+
+MANIFEST = load_text(manifest_text("journal-demo", "demo_mod", extra=(
+    '[[provide]]\nname = "f"\nexported_by = "x"\nremedy = "y"\n')), "t")
+
+
+def fresh_module() -> types.ModuleType:
+    module = types.ModuleType("demo_mod")
+    module.value = 1  # type: ignore[attr-defined]
+    module.func = lambda x: x + 1  # type: ignore[attr-defined]
+    return module
+
+
+class Base:
+    def method(self) -> str:
+        return "base"
+
+
+class Child(Base):
+    @classmethod
+    def make(cls) -> str:
+        return cls.__name__
+
+    @staticmethod
+    def static(x: int) -> int:
+        return x
+
+
+def test_setattr_add_change_and_undo() -> None:
+    module = fresh_module()
+    before = snapshot(module)
+    ctx = PatchContext(MANIFEST, module, {})
+    ctx.setattr(module, "value", 2)
+    ctx.setattr(module, "new_name", "x")
+    assert module.value == 2 and module.new_name == "x"  # type: ignore[attr-defined]
+    assert ctx.changes == ["setattr demo_mod.value", "setattr demo_mod.new_name"]
+    assert ctx.undo() == []
+    assert restore(module, before) == []  # the journal alone restored everything
+
+
+def test_inherited_attribute_comes_back_by_deletion() -> None:
+    ctx = PatchContext(MANIFEST, fresh_module(), {})
+    ctx.setattr(Child, "method", lambda self: "patched")
+    assert Child().method() == "patched"
+    ctx.undo()
+    assert "method" not in vars(Child) and Child().method() == "base"
+
+
+def test_wrap_keeps_method_kinds() -> None:
+    ctx = PatchContext(MANIFEST, fresh_module(), {})
+    calls: list[str] = []
+
+    def spy(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        calls.append(wrapped.__name__)
+        return wrapped(*args, **kwargs)
+
+    ctx.wrap(Child, "make", spy)
+    ctx.wrap(Child, "static", spy)
+    assert Child.make() == "Child" and Child().static(3) == 3
+    assert calls == ["make", "static"]
+    ctx.undo()
+    assert isinstance(vars(Child)["make"], classmethod)
+    assert isinstance(vars(Child)["static"], staticmethod)
+
+
+def test_setitem_setenv_delattr() -> None:
+    module = fresh_module()
+    ctx = PatchContext(MANIFEST, module, {})
+    table = {"a": 1}
+    ctx.setitem(table, "a", 2)
+    ctx.setitem(table, "b", 3)
+    ctx.setenv("SGLANG_SHIMS_TEST_VAR", "1")
+    ctx.delattr(module, "value")
+    assert table == {"a": 2, "b": 3} and os.environ["SGLANG_SHIMS_TEST_VAR"] == "1"
+    ctx.undo()
+    assert table == {"a": 1} and "SGLANG_SHIMS_TEST_VAR" not in os.environ
+    assert module.value == 1  # type: ignore[attr-defined]
+
+
+def test_rebind_only_under_prefix() -> None:
+    old, new = object(), object()
+    inside = types.ModuleType("rebind_pkg.mod")
+    outside = types.ModuleType("other_pkg")
+    inside.ref = old  # type: ignore[attr-defined]
+    outside.ref = old  # type: ignore[attr-defined]
+    sys.modules["rebind_pkg.mod"], sys.modules["other_pkg"] = inside, outside
+    try:
+        ctx = PatchContext(MANIFEST, fresh_module(), {})
+        assert ctx.rebind(old, new, "rebind_pkg") == 1
+        assert inside.ref is new and outside.ref is old  # type: ignore[attr-defined]
+        ctx.undo()
+        assert inside.ref is old  # type: ignore[attr-defined]
+    finally:
+        del sys.modules["rebind_pkg.mod"], sys.modules["other_pkg"]
+
+
+def test_restore_catches_writes_outside_the_journal() -> None:
+    module = fresh_module()
+    before = snapshot(module)
+    module.value = 99  # type: ignore[attr-defined]
+    module.intruder = 1  # type: ignore[attr-defined]
+    assert sorted(restore(module, before)) == ["removed intruder", "restored value"]
+    assert module.value == 1 and not hasattr(module, "intruder")  # type: ignore[attr-defined]
+
+
+def test_retire_signal() -> None:
+    ctx = PatchContext(MANIFEST, fresh_module(), {})
+    with pytest.raises(Retired, match="already fixed"):
+        ctx.retire("already fixed")
+
+
+class TestProxy:
+    def test_identity_and_error(self) -> None:
+        proxy = OptionalSymbol("sgl_kernel", "gone", "p-id", lambda: "gone is gone: install x")
+        assert (proxy.__name__, proxy.__qualname__, proxy.__module__) == (
+            "gone", "gone", "sgl_kernel")
+        assert callable(proxy) and proxy.state == "unresolved"
+        for _ in range(3):
+            with pytest.raises(MissingSymbolError, match="install x"):
+                proxy(1, k=2)
+        assert proxy.failed_calls == 3 and proxy.state == "unavailable"
+        assert "unavailable" in repr(proxy)
+
+    def test_substitute_resolves_and_rebinds(self) -> None:
+        holder = types.ModuleType("proxy_holder")
+        sys.modules["proxy_holder"] = holder
+        try:
+            proxy = OptionalSymbol("sgl_kernel", "dumps", "p-id", lambda: "x",
+                                   substitute="json:dumps")
+            holder.dumps = proxy  # type: ignore[attr-defined]
+            assert proxy([1]) == "[1]"
+            import json
+
+            assert holder.dumps is json.dumps  # type: ignore[attr-defined]
+            assert proxy.rebound >= 1 and proxy.state == "resolved"
+            assert proxy.__wrapped__ is json.dumps
+        finally:
+            del sys.modules["proxy_holder"]
+
+    def test_broken_substitute_explains(self) -> None:
+        proxy = OptionalSymbol("sgl_kernel", "f", "p-id", lambda: "f missing",
+                               substitute="no_such_module_xyz:f")
+        with pytest.raises(MissingSymbolError, match="substitute no_such_module_xyz:f failed"):
+            proxy()

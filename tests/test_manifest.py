@@ -1,0 +1,114 @@
+"""Manifests: the shipped ones are valid and complete; broken ones fail with a clear message."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sglang_shims import _catalog, _index
+from sglang_shims._manifest import ManifestError, load_text, parse
+
+from .conftest import manifest_text
+
+VALID = manifest_text("demo-patch", "pkg.mod", requires='sglang = ">=0.5,<0.6"',
+                      extra='[[provide]]\nname = "f"\nexported_by = "x 1.0"\nremedy = "pip"\n')
+
+
+def test_minimal_manifest_parses() -> None:
+    m = load_text(VALID, "demo")
+    assert m.id == "demo-patch" and m.target == "pkg.mod" and m.when == "after"
+    assert m.requires[0].dists == ("sglang",) and m.requires[0].spec == ">=0.5,<0.6"
+    assert m.default is True and m.policy == "optional"
+    assert m.provides[0].name == "f"
+
+
+def test_alternative_distributions() -> None:
+    m = load_text(VALID.replace('sglang = ">=0.5,<0.6"',
+                                '"sgl-kernel | sglang-kernel" = ">=0.3.18"'), "demo")
+    assert m.requires[0].dists == ("sgl-kernel", "sglang-kernel")
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (('id = "demo-patch"', 'id = "Demo Patch"'), "id"),
+    (('summary = "test patch demo-patch"', 'summary = ""'), "summary"),
+    (('evidence = ["https://example.org/issue/1"]', 'evidence = ["http://x"]'), "https://"),
+    (('policy = "optional"', 'policy = "reqired"'), "policy"),
+    (('default = "on"', 'default = "yes"'), "default"),
+    (('when = "after"', 'when = "during"'), "when"),
+    (('sglang = ">=0.5,<0.6"', 'sglang = ">=0.5,,<"'), "invalid specifier"),
+    (('sglang = ">=0.5,<0.6"', 'sglang = 5'), "specifier string"),
+    (('[retire]\nwhen = "never in tests"\ninstalled = ["no-such-dist-xyz"]',
+      '[retire]\nwhen = "never"'), "at least one rule"),
+    (('module = "pkg.mod"', 'module = "pkg..mod"'), "module name"),
+    (('policy = "optional"', 'policy = "optional"\nsumary = "typo"'), "unknown field"),
+])
+def test_invalid_manifests_name_the_field(edit: tuple[str, str], message: str) -> None:
+    old, new = edit
+    assert old in VALID
+    with pytest.raises(ManifestError) as info:
+        load_text(VALID.replace(old, new), "patches/demo/manifest.toml")
+    assert "patches/demo/manifest.toml" in str(info.value)
+    assert message in str(info.value)
+
+
+def test_needs_code_or_provide() -> None:
+    text = manifest_text("no-action", "pkg.mod")
+    with pytest.raises(ManifestError, match="patch.py"):
+        load_text(text, "x")
+
+
+def test_not_toml() -> None:
+    with pytest.raises(ManifestError, match="not valid TOML"):
+        load_text("id = = 1", "x")
+
+
+@given(st.dictionaries(
+    st.sampled_from(["id", "summary", "evidence", "default", "policy", "target", "requires",
+                     "retire", "provide", "fingerprint", "gpu", "code", "range", "changes",
+                     "bogus"]),
+    st.one_of(st.text(max_size=20), st.integers(), st.lists(st.text(max_size=10), max_size=3),
+              st.dictionaries(st.text(max_size=8), st.text(max_size=10), max_size=3))))
+def test_any_document_fails_cleanly(data: dict[str, object]) -> None:
+    """Arbitrary TOML-shaped data either parses or raises ManifestError, nothing else."""
+    try:
+        parse(data, "fuzz")
+    except ManifestError as exc:
+        assert str(exc).startswith("fuzz")
+
+
+class TestShippedPatches:
+    catalog = _catalog.load()
+
+    def test_all_load(self) -> None:
+        assert self.catalog.errors == {}
+        assert self.catalog.manifests
+
+    def test_ids_unique_and_match_folders(self) -> None:
+        ids = [m.id for m in self.catalog.manifests]
+        assert len(ids) == len(set(ids))
+        for m in self.catalog.manifests:
+            assert m.folder is not None and m.folder.name == m.id
+
+    def test_every_patch_has_evidence_retirement_and_range(self) -> None:
+        for m in self.catalog.manifests:
+            assert m.evidence and all(e.startswith("https://") for e in m.evidence), m.id
+            assert m.retire.description, m.id
+            assert m.range_note and "to be filled" not in m.range_note, m.id
+            assert m.changes, m.id
+
+    def test_first_two_patch_ids(self) -> None:
+        ids = {m.id for m in self.catalog.manifests}
+        assert {"sgl-kernel-fused-marlin-moe", "sgl-kernel-dist-renamed"} <= ids
+
+    def test_generated_files_are_current(self) -> None:
+        stale = _index.stale(self.catalog)
+        assert not stale, "run `python -m sglang_shims._index --write`: " + ", ".join(
+            str(p) for p in stale)
+
+    def test_pth_is_one_import_line(self) -> None:
+        text = _index.PTH.read_text(encoding="utf-8")
+        assert text.count("\n") == 1 and text.startswith("import ")
+        assert re.match(r"^sglang_shims\._bootstrap:start\n$", _index.START.read_text())

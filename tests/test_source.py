@@ -1,0 +1,119 @@
+"""Reading targets without importing them, and fingerprints over their source."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sglang_shims import _source
+from sglang_shims._manifest import Fingerprint
+
+from .conftest import run_python, write_package
+
+SOURCE = textwrap.dedent('''
+    import os
+    from typing import Any
+    if True:
+        from sgl_kernel import fused_marlin_moe, gptq_gemm
+    try:
+        from sgl_kernel import late
+    except ImportError:
+        late = None
+
+    def helper(x):
+        return x + 1
+
+    class Box:
+        @staticmethod
+        def method(y):
+            return y * 2
+
+    def inner():
+        from sgl_kernel import hidden
+''')
+
+
+def test_module_level_imports_see_if_and_try_but_not_functions() -> None:
+    names = _source.module_level_imports(SOURCE, "sgl_kernel")
+    assert names == {"fused_marlin_moe", "gptq_gemm", "late"}
+
+
+def test_bound_names() -> None:
+    names, star = _source.bound_names(SOURCE + "\nfrom x import *\nVALUE: int = 3\n")
+    assert {"os", "Any", "fused_marlin_moe", "late", "helper", "Box", "VALUE"} <= names
+    assert "hidden" not in names and star
+
+
+def test_function_hash_ignores_indentation_not_content() -> None:
+    digest = _source.function_hash(SOURCE, "Box.method")
+    indented = "class Box:\n" + textwrap.indent(
+        "@staticmethod   \ndef method(y):\n    return y * 2\n", "        ")
+    assert _source.function_hash(indented, "Box.method") == digest
+    assert _source.function_hash(SOURCE.replace("y * 2", "y * 3"), "Box.method") != digest
+    assert _source.function_hash(SOURCE, "Box.missing") is None
+
+
+@pytest.mark.parametrize(("fp", "ok"), [
+    (Fingerprint("m", anchors=("def helper(x):",)), True),
+    (Fingerprint("m", anchors=("def helper(x):", "not here")), False),
+    (Fingerprint("m", import_from="sgl_kernel", import_names=("fused_marlin_moe",)), True),
+    (Fingerprint("m", import_from="sgl_kernel", import_names=("hidden",)), False),
+    (Fingerprint("m", function="helper",
+                 sha256=(_source.function_hash(SOURCE, "helper") or "",)), True),
+    (Fingerprint("m", function="helper", sha256=("0" * 16,)), False),
+])
+def test_check(fp: Fingerprint, ok: bool) -> None:
+    good, detail = _source.check(fp, SOURCE)
+    assert good is ok and detail
+
+
+def test_check_unreadable_source() -> None:
+    good, detail = _source.check(Fingerprint("gone", anchors=("x",)), None)
+    assert not good and "cannot read" in detail
+
+
+def test_locate_without_importing(tmp_path: Path) -> None:
+    """Namespace portions (no __init__.py) and deep modules, nothing executed."""
+    write_package(tmp_path, {
+        "toppkg/__init__.py": "raise RuntimeError('must not run')\n",
+        "toppkg/ns/deep/mod.py": "raise RuntimeError('must not run either')\n",
+    })
+    result = run_python(
+        """
+        import sys
+        from sglang_shims import _source
+        print(_source.locate("toppkg.ns.deep.mod"))
+        print(_source.locate("toppkg"))
+        print(_source.locate("toppkg.ns.nothing"))
+        print("toppkg" in sys.modules)
+        """, paths=(tmp_path,), activate=False)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split()
+    assert lines == [str(tmp_path / "toppkg/ns/deep/mod.py"), str(tmp_path / "toppkg/__init__.py"),
+                     "None", "False"]
+
+
+def test_locate_through_other_meta_path_finder(tmp_path: Path) -> None:
+    """A package served by a non-PathFinder finder (an editable install) is found."""
+    write_package(tmp_path / "hidden", {"edpkg/__init__.py": "", "edpkg/sub/mod.py": "X = 1\n"})
+    result = run_python(
+        f"""
+        import importlib.util, sys
+        class Editable:
+            def find_spec(self, name, path=None, target=None):
+                if name == "edpkg":
+                    return importlib.util.spec_from_file_location(
+                        name, {str(tmp_path / "hidden/edpkg/__init__.py")!r},
+                        submodule_search_locations=[{str(tmp_path / "hidden/edpkg")!r}])
+        sys.meta_path.append(Editable())
+        from sglang_shims import _source
+        print(_source.locate("edpkg.sub.mod"))
+        """, activate=False)
+    assert result.stdout.strip() == str(tmp_path / "hidden/edpkg/sub/mod.py"), result.stderr
+
+
+def test_loaded_module_uses_its_file() -> None:
+    assert _source.locate("textwrap") == Path(sys.modules["textwrap"].__file__ or "")

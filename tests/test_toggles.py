@@ -1,0 +1,119 @@
+"""The SGLANG_SHIMS_* variables: parsing, precedence, and loud handling of mistakes."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sglang_shims._bootstrap import Toggles, globally_off, patch_var, split_ids, watched_modules
+
+IDS = ["sgl-kernel-fused-marlin-moe", "sgl-kernel-dist-renamed"]
+
+
+def toggles(**env: str) -> Toggles:
+    return Toggles(env)
+
+
+class TestKillSwitch:
+    def test_off_values(self) -> None:
+        for value in ("0", "false", "OFF", " no ", "False"):
+            assert globally_off({"SGLANG_SHIMS": value}), value
+
+    def test_on_and_unset(self) -> None:
+        for env in ({}, {"SGLANG_SHIMS": ""}, {"SGLANG_SHIMS": "1"}, {"SGLANG_SHIMS": "yes"}):
+            assert not globally_off(env), env
+
+    def test_all_patches_disabled_by_kill_switch(self) -> None:
+        t = toggles(SGLANG_SHIMS="0", SGLANG_SHIMS_ENABLE=IDS[0])
+        assert t.decide(IDS[0], True) == (False, "SGLANG_SHIMS=0")
+        assert watched_modules(t) == {}
+
+    def test_unreadable_value_is_reported_and_means_on(self) -> None:
+        t = toggles(SGLANG_SHIMS="maybe")
+        assert not t.all_off
+        assert any("SGLANG_SHIMS='maybe'" in p for p in t.problems)
+
+
+class TestPrecedence:
+    def test_default(self) -> None:
+        assert toggles().decide(IDS[0], True) == (True, "default")
+        assert toggles().decide(IDS[0], False) == (False, "default")
+
+    def test_lists(self) -> None:
+        assert toggles(SGLANG_SHIMS_DISABLE=IDS[0]).decide(IDS[0], True) == (
+            False, "SGLANG_SHIMS_DISABLE")
+        assert toggles(SGLANG_SHIMS_ENABLE=IDS[0]).decide(IDS[0], False) == (
+            True, "SGLANG_SHIMS_ENABLE")
+
+    def test_per_patch_variable_wins(self) -> None:
+        var = patch_var(IDS[0])
+        assert var == "SGLANG_SHIMS_PATCH_SGL_KERNEL_FUSED_MARLIN_MOE"
+        t = toggles(SGLANG_SHIMS_DISABLE=IDS[0], **{var: "1"})
+        assert t.decide(IDS[0], True) == (True, f"{var}=1")
+        t = toggles(SGLANG_SHIMS_ENABLE=IDS[0], **{var: "0"})
+        assert t.decide(IDS[0], False) == (False, f"{var}=0")
+
+    def test_both_lists_disable_and_warn(self) -> None:
+        t = toggles(SGLANG_SHIMS_ENABLE=IDS[0], SGLANG_SHIMS_DISABLE=IDS[0])
+        assert t.decide(IDS[0], True)[0] is False
+        assert any("both" in m for m in t.unknown(IDS))
+
+    def test_empty_means_unset(self) -> None:
+        var = patch_var(IDS[0])
+        t = toggles(SGLANG_SHIMS_DISABLE="", **{var: " "})
+        assert t.decide(IDS[0], True) == (True, "default")
+        assert t.problems == []
+
+    def test_case_and_separators(self) -> None:
+        t = toggles(SGLANG_SHIMS_DISABLE=f" {IDS[0].upper()} ,\t{IDS[1]}")
+        assert t.decide(IDS[0], True)[0] is False
+        assert t.decide(IDS[1], True)[0] is False
+
+    def test_watched_modules_follow_toggles(self) -> None:
+        assert "sgl_kernel" in watched_modules(toggles())
+        assert "sgl_kernel" not in watched_modules(toggles(SGLANG_SHIMS_DISABLE=IDS[0]))
+
+
+class TestUnknownIds:
+    def test_unknown_ids_listed_with_known(self) -> None:
+        t = toggles(SGLANG_SHIMS_DISABLE="nope", SGLANG_SHIMS_ENABLE="also-nope",
+                    SGLANG_SHIMS_PATCH_NOT_A_PATCH="1")
+        messages = t.unknown(IDS)
+        assert len(messages) == 3
+        for message in messages:
+            assert IDS[0] in message and IDS[1] in message
+
+    def test_bad_per_patch_value(self) -> None:
+        t = toggles(**{patch_var(IDS[0]): "perhaps"})
+        assert t.decide(IDS[0], True) == (True, "default")
+        assert any("perhaps" in p for p in t.problems)
+
+    def test_strict_values(self) -> None:
+        assert toggles(SGLANG_SHIMS_STRICT="1").strict
+        assert not toggles(SGLANG_SHIMS_STRICT="0").strict
+        t = toggles(SGLANG_SHIMS_STRICT="very")
+        assert not t.strict and t.problems
+
+
+env_values = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@given(st.dictionaries(
+    st.sampled_from(["SGLANG_SHIMS", "SGLANG_SHIMS_DISABLE", "SGLANG_SHIMS_ENABLE",
+                     "SGLANG_SHIMS_STRICT", "SGLANG_SHIMS_PATCH_SGL_KERNEL_DIST_RENAMED",
+                     "SGLANG_SHIMS_PATCH_X"]),
+    env_values))
+def test_any_environment_parses(env: dict[str, str]) -> None:
+    """No value of any toggle raises; every decision names its cause."""
+    t = toggles(**env)
+    for patch_id in IDS:
+        enabled, by = t.decide(patch_id, True)
+        assert isinstance(enabled, bool) and by
+    assert all(isinstance(m, str) and m for m in t.unknown(IDS) + t.problems)
+
+
+@given(st.lists(st.text(alphabet="abcdefgh-.", min_size=1, max_size=12), max_size=6),
+       st.sampled_from([",", " ", " , ", "\t"]))
+def test_split_ids_roundtrip(ids: list[str], sep: str) -> None:
+    expected = [i.strip().lower() for i in ids if i.strip()]
+    assert split_ids(sep.join(ids)) == expected
