@@ -49,7 +49,9 @@ if _os.environ.get("SGLANG_SHIMS", "").strip().lower() not in ("0", "false", "of
                                      "applied. Reinstall sglang-shims, or set SGLANG_SHIMS=0.\\n"
                                      % self.problem)
         import sys as _sys
-        _sys.meta_path.insert(0, _SglangShimsMissing("%s: %s" % (type(_e).__name__, _e)))
+        # site may process this file twice (seen with pyenv venvs): install one reporter
+        if not any(type(f).__name__ == "_SglangShimsMissing" for f in _sys.meta_path):
+            _sys.meta_path.insert(0, _SglangShimsMissing("%s: %s" % (type(_e).__name__, _e)))
 '''
 
 

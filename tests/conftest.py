@@ -57,6 +57,14 @@ def run_python(code: str, *, paths: tuple[Path | str, ...] = (), env: dict[str, 
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Use our fixtures plugin from the source tree when it is not installed (pytest11)."""
+    if not config.pluginmanager.has_plugin("sglang_shims"):
+        from sglang_shims.testing import pytest_plugin
+
+        config.pluginmanager.register(pytest_plugin, "sglang_shims")
+
+
 @pytest.fixture
 def py() -> Callable[..., Result]:
     return run_python

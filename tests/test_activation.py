@@ -1,0 +1,213 @@
+"""Activation in fresh virtual environments: the .pth/.start files, installers, start cost.
+
+These tests build the wheel once, install it the ways users do (pip, pip -e, uv), and
+run plain interpreters in those environments: nothing is activated by hand here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO, clean_env
+
+pytestmark = pytest.mark.venv
+
+FAKE_SGLANG = {
+    "sglang/__init__.py": "",
+    "sglang/srt/layers/quantization/awq.py": "from sgl_kernel import awq_dequantize, fused_marlin_moe\n",
+    "sglang/srt/layers/quantization/gptq.py": "from sgl_kernel import fused_marlin_moe, gptq_gemm\n",
+    "sglang-0.5.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.1\n",
+}
+
+
+def sh(*cmd: str | Path, env: dict[str, str] | None = None, check: bool = True,
+       timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
+                            env=env or clean_env(), check=False)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{cmd} failed:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    isolation = [] if _has("hatchling") else ["--no-build-isolation"][:0]
+    no_iso = ["--no-build-isolation"] if _has("hatchling") else []
+    sh(sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, *no_iso, "-q", "-w", out,
+       REPO)
+    (found,) = out.glob("sglang_shims-*.whl")
+    return found
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+class Venv:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.python = root / "bin" / "python"
+        out = sh(self.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+        self.site = Path(out.stdout.strip())
+
+    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return sh(self.python, *args, env=clean_env(**env), check=False)
+
+    def ours(self) -> list[str]:
+        return sorted(p.name for p in self.site.iterdir() if "sglang_shims" in p.name)
+
+
+@pytest.fixture
+def make_venv(tmp_path: Path) -> Callable[[], Venv]:
+    def make() -> Venv:
+        root = tmp_path / f"venv{len(list(tmp_path.glob('venv*')))}"
+        sh(sys.executable, "-m", "venv", "--without-pip", root)
+        return Venv(root)
+
+    return make
+
+
+def pip_install(venv: Venv, *args: str | Path) -> None:
+    sh(sys.executable, "-m", "pip", "--python", venv.python, "install", "-q",
+       "--disable-pip-version-check", *args)
+
+
+def add_fake_sglang(venv: Venv, kernel: Path) -> None:
+    """A stand-in kernel 0.3.18 and a two-file sglang 0.5.1 skeleton, on the venv's path."""
+    for src in kernel.iterdir():
+        dest = venv.site / src.name
+        shutil.copytree(src, dest) if src.is_dir() else shutil.copy(src, dest)
+    for rel, text in FAKE_SGLANG.items():
+        path = venv.site / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+IMPORT_AWQ = "import sglang.srt.layers.quantization.awq as m; print(m.fused_marlin_moe.__name__)"
+
+
+def test_pip_install_activates_and_uninstalls_cleanly(
+        wheel: Path, make_venv: Callable[[], Venv], standin_kernel: Callable[..., Path]) -> None:
+    venv = make_venv()
+    pip_install(venv, wheel)
+    assert (venv.site / "sglang_shims.pth").is_file()
+    assert (venv.site / "sglang_shims.start").read_text() == "sglang_shims._bootstrap:start\n"
+    assert not (venv.site / "patches").exists()
+    assert (venv.site / "sglang_shims/patches/sgl-kernel-fused-marlin-moe/manifest.toml").is_file()
+
+    add_fake_sglang(venv, standin_kernel("0.3.18"))
+    ok = venv.run("-c", IMPORT_AWQ)
+    assert ok.returncode == 0 and ok.stdout.strip() == "fused_marlin_moe", ok.stderr
+    for env in ({"SGLANG_SHIMS": "0"},
+                {"SGLANG_SHIMS_DISABLE": "sgl-kernel-fused-marlin-moe"},
+                {"SGLANG_SHIMS_PATCH_SGL_KERNEL_FUSED_MARLIN_MOE": "0"}):
+        stock = venv.run("-c", IMPORT_AWQ, **env)
+        assert stock.returncode == 1, env
+        assert "cannot import name 'fused_marlin_moe' from 'sgl_kernel'" in stock.stderr, env
+
+    # python -I still processes site-packages .pth files
+    isolated = venv.run("-I", "-c", IMPORT_AWQ)
+    assert isolated.returncode == 0, isolated.stderr
+    # python -S processes none: stock behaviour, documented
+    assert venv.run("-S", "-c", f"import sys; sys.path.append({str(venv.site)!r}); "
+                    + IMPORT_AWQ).returncode == 1
+
+    sh(sys.executable, "-m", "pip", "--python", venv.python, "uninstall", "-y", "-q",
+       "sglang-shims")
+    assert venv.ours() == [], "uninstall left files behind"
+
+
+def test_nothing_of_ours_imported_at_start(wheel: Path, make_venv: Callable[[], Venv]) -> None:
+    venv = make_venv()
+    pip_install(venv, wheel)
+
+    def ours(**env: str) -> list[str]:
+        out = venv.run("-X", "importtime", "-c", "pass", **env).stderr
+        return [line.rsplit("|", 1)[1].strip() for line in out.splitlines()
+                if "sglang_shims" in line]
+
+    assert ours(SGLANG_SHIMS="0") == []
+    started = ours()
+    assert sorted(name.strip() for name in started) == ["sglang_shims", "sglang_shims._bootstrap"]
+    # ... and the bootstrap itself imports nothing new: every other module it could touch
+    # (os, sys) was loaded before site ran.
+    out = venv.run("-c", "import sys; print(sorted(m for m in sys.modules if 'shims' in m))")
+    assert out.stdout.strip() == "['sglang_shims', 'sglang_shims._bootstrap']"
+
+
+def test_editable_install_activates(make_venv: Callable[[], Venv],
+                                    standin_kernel: Callable[..., Path], tmp_path: Path) -> None:
+    venv = make_venv()
+    src = tmp_path / "src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", "*.pyc", "__pycache__",
+                                                             ".venv*", "dist", "build"))
+    pip_install(venv, "-e", src)
+    assert (venv.site / "sglang_shims.pth").is_file()
+    add_fake_sglang(venv, standin_kernel("0.3.18"))
+    ok = venv.run("-c", IMPORT_AWQ + "; import sglang_shims; print(sglang_shims.__file__)")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.split()[-1].startswith(str(src)), "editable install runs the source tree"
+
+
+@pytest.mark.skipif(shutil.which("uv") is None and not (
+    Path(sysconfig.get_paths()["scripts"]) / "uv").exists(), reason="uv is not installed")
+def test_uv_install_activates(wheel: Path, make_venv: Callable[[], Venv],
+                              standin_kernel: Callable[..., Path]) -> None:
+    uv = shutil.which("uv") or str(Path(sysconfig.get_paths()["scripts"]) / "uv")
+    venv = make_venv()
+    sh(uv, "pip", "install", "-q", "--python", venv.python, wheel)
+    assert (venv.site / "sglang_shims.pth").is_file()
+    add_fake_sglang(venv, standin_kernel("0.3.18"))
+    ok = venv.run("-c", IMPORT_AWQ)
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_spawned_children_are_patched(wheel: Path, make_venv: Callable[[], Venv],
+                                      standin_kernel: Callable[..., Path],
+                                      tmp_path: Path) -> None:
+    """Spawn and forkserver children run site again, so the .pth patches them too."""
+    venv = make_venv()
+    pip_install(venv, wheel)
+    add_fake_sglang(venv, standin_kernel("0.3.18"))
+    script = tmp_path / "spawner.py"
+    script.write_text(
+        "import multiprocessing as mp, os\n"
+        "def child(q):\n"
+        "    import sglang_shims, sglang.srt.layers.quantization.gptq as g\n"
+        "    q.put((os.getpid(), sglang_shims.status()['sgl-kernel-fused-marlin-moe']['state']))\n"
+        "if __name__ == '__main__':\n"
+        "    for method in ('spawn', 'forkserver'):\n"
+        "        ctx = mp.get_context(method); q = ctx.Queue()\n"
+        "        p = ctx.Process(target=child, args=(q,)); p.start(); p.join(60)\n"
+        "        pid, state = q.get(timeout=5)\n"
+        "        print(method, pid != os.getpid(), state, p.exitcode)\n")
+    out = venv.run(str(script), SGLANG_SHIMS_DISABLE="sgl-kernel-dist-renamed")
+    assert out.stdout.split("\n")[:2] == ["spawn True applied 0", "forkserver True applied 0"], \
+        out.stderr
+    off = venv.run(str(script), SGLANG_SHIMS_DISABLE="sgl-kernel-fused-marlin-moe")
+    assert "ImportError" in off.stderr or off.returncode != 0
+
+
+def test_half_installed_package_never_breaks_start(
+        wheel: Path, make_venv: Callable[[], Venv], standin_kernel: Callable[..., Path]) -> None:
+    venv = make_venv()
+    pip_install(venv, wheel)
+    add_fake_sglang(venv, standin_kernel("0.3.18"))
+    os.remove(venv.site / "sglang_shims" / "_bootstrap.py")
+    for pyc in (venv.site / "sglang_shims" / "__pycache__").glob("_bootstrap*"):
+        pyc.unlink()
+    assert venv.run("-c", "pass").stderr == ""
+    out = venv.run("-c", IMPORT_AWQ)
+    assert out.stderr.count("sglang-shims: start-up hook failed") == 1
+    assert "ModuleNotFoundError" in out.stderr
