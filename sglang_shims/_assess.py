@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 
 from . import _gates, _source
@@ -37,13 +38,14 @@ def _exported_live(module: ModuleType, name: str) -> bool:
     return not (type(value).__name__ == "OptionalSymbol" and hasattr(value, SHIM_MARK))
 
 
-def exported(symbol: str, live: ModuleType | None = None) -> tuple[bool | None, str]:
+def exported(symbol: str, live: ModuleType | None = None,
+             search_path: list[Path] | None = None) -> tuple[bool | None, str]:
     """Does ``module:name`` exist?  None when it cannot be told (star import, no source)."""
     module_name, _, name = symbol.partition(":")
     # ``live`` has run its body (the engine passes it after exec); any other module
     # counts only once fully imported, since a half-run body has not bound its names.
     module = live if live is not None and live.__name__ == module_name else None
-    if module is None:
+    if module is None and search_path is None:
         candidate = sys.modules.get(module_name)
         spec = getattr(candidate, "__spec__", None)
         if candidate is not None and not getattr(spec, "_initializing", False):
@@ -51,7 +53,7 @@ def exported(symbol: str, live: ModuleType | None = None) -> tuple[bool | None, 
     if module is not None:
         hit = _exported_live(module, name)
         return hit, f"{module_name} {'exports' if hit else 'does not export'} {name}"
-    source = _source.read(module_name)
+    source = _source.read(module_name, search_path)
     if source is None:
         return None, f"cannot read the source of {module_name}"
     try:
@@ -65,13 +67,13 @@ def exported(symbol: str, live: ModuleType | None = None) -> tuple[bool | None, 
     return False, f"{module_name} does not bind {name} (read from its source)"
 
 
-def retired(manifest: Manifest, env: _gates.Environment,
-            live: ModuleType | None = None) -> tuple[bool, list[str]]:
+def retired(manifest: Manifest, env: _gates.Environment, live: ModuleType | None = None,
+            search_path: list[Path] | None = None) -> tuple[bool, list[str]]:
     lines = []
     hit = False
     rule = manifest.retire
     for symbol in rule.exported:
-        answer, detail = exported(symbol, live)
+        answer, detail = exported(symbol, live, search_path)
         lines.append(detail)
         hit = hit or bool(answer)
     for dist in rule.installed:
@@ -87,8 +89,12 @@ def retired(manifest: Manifest, env: _gates.Environment,
 
 def assess(manifest: Manifest, env: _gates.Environment, enabled: bool = True,
            toggle: str = "default", live: ModuleType | None = None,
-           sources: dict[str, str | None] | None = None) -> Assessment:
-    """Judge one patch. ``live`` is the target module at runtime, None for the CLI."""
+           search_path: list[Path] | None = None) -> Assessment:
+    """Judge one patch.
+
+    ``live`` is the target module at runtime (None for the CLI); ``search_path``
+    makes every source lookup read those folders only (an unpacked release).
+    """
     if not enabled:
         return Assessment("disabled", f"disabled by {toggle}")
     ok, gate_lines, failure = _gates.evaluate(manifest, env)
@@ -96,12 +102,12 @@ def assess(manifest: Manifest, env: _gates.Environment, enabled: bool = True,
     if not ok:
         result.state, result.reason = "not-applicable", failure
         return result
-    is_retired, result.retire = retired(manifest, env, live)
+    is_retired, result.retire = retired(manifest, env, live, search_path)
     if is_retired:
         result.state = "retired"
         result.reason = f"{manifest.retire.description} ({'; '.join(result.retire)})"
         return result
-    fp_ok, result.fingerprints, mismatch = _source.check_all(manifest.fingerprints, sources)
+    fp_ok, result.fingerprints, mismatch = _source.check_all(manifest.fingerprints, search_path)
     if not fp_ok:
         result.state = "drifted"
         result.reason = f"target changed, left stock: {mismatch}"

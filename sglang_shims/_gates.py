@@ -34,11 +34,16 @@ class Environment:
     versions: dict[str, str | None] = field(default_factory=dict)
     capabilities: list[tuple[int, int]] | None = None
     gpu_source: str = ""
+    hermetic: bool = False
+    """Only ``versions`` exist: nothing is read from this interpreter's metadata."""
+
+    def __post_init__(self) -> None:
+        self.versions = {canonical(k): v for k, v in self.versions.items()}
 
     def version(self, dist: str) -> str | None:
         key = canonical(dist)
         if key not in self.versions:
-            self.versions[key] = _installed_version(dist)
+            self.versions[key] = None if self.hermetic else _installed_version(dist)
         return self.versions[key]
 
     def first_installed(self, dists: tuple[str, ...]) -> tuple[str, str | None]:

@@ -55,6 +55,8 @@ class Gate:
 class Fingerprint:
     """What a patch expects to find in a module's source before it acts.
 
+    ``module`` may name alternatives, ``"a | b"``: the first that exists is read
+    (code that moved between releases, e.g. sglang.srt.utils -> utils.common).
     Exactly one kind is set: ``anchors`` (exact texts that must occur), ``sha256``
     (accepted hashes of one function's normalised source) or ``imports`` (a
     module-level ``from X import names`` statement).
@@ -66,6 +68,10 @@ class Fingerprint:
     sha256: tuple[str, ...] = ()
     import_from: str | None = None
     import_names: tuple[str, ...] = ()
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        return tuple(m.strip() for m in self.module.split("|"))
 
     @property
     def kind(self) -> str:
@@ -125,6 +131,7 @@ class Manifest:
     provides: tuple[Provide, ...] = ()
     code: str | None = None
     range_note: str = ""
+    test_with: dict[str, str] = field(default_factory=dict, compare=False)
     folder: Path | None = field(default=None, compare=False)
     source: str = "builtin"
 
@@ -195,8 +202,10 @@ def _parse_fingerprint(table: Any, where: str) -> Fingerprint:
         raise _fail(where, "each [[fingerprint]] must be a table")
     r = _Reader(table, where)
     module = r.get("module", str)
-    if not MODULE_RE.match(module):
-        raise _fail(where, f"fingerprint module {module!r} is not a module name")
+    if not all(MODULE_RE.match(m.strip()) for m in module.split("|")):
+        raise _fail(where, f"fingerprint module {module!r} is not a module name"
+                    " (or 'a | b': the first of them that exists)")
+    module = " | ".join(m.strip() for m in module.split("|"))
     anchors = r.strings("anchors", ())
     function = r.get("function", str, None)
     sha = r.strings("sha256", ())
@@ -307,7 +316,10 @@ def parse(data: dict[str, Any], where: str, folder: Path | None = None,
     range_t = r.get("range", dict, {})
     rr = _Reader(range_t, where + " [range]")
     range_note = rr.get("established", str, "")
+    test_with = rr.get("test_with", dict, {})
     rr.finish()
+    if not all(isinstance(v, str) for v in test_with.values()):
+        raise _fail(where, "range.test_with maps distribution names to version strings")
     changes = r.get("changes", str, "").strip()
     r.finish()
     if code is None and folder is not None and (folder / "patch.py").is_file():
@@ -318,7 +330,7 @@ def parse(data: dict[str, Any], where: str, folder: Path | None = None,
         id=patch_id, summary=summary, evidence=evidence, target=target, when=when,
         default=default_raw == "on", policy=policy, retire=retire, changes=changes,
         requires=requires, gpu=gpu, fingerprints=fps, provides=provides, code=code,
-        range_note=range_note, folder=folder, source=source,
+        range_note=range_note, test_with=test_with, folder=folder, source=source,
     )
 
 

@@ -13,40 +13,19 @@ import hashlib
 import sys
 import textwrap
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from ._manifest import Fingerprint
 
 
-def locate(module: str) -> Path | None:
-    """Return the source file of ``module`` without importing it, or None."""
-    loaded = sys.modules.get(module)
-    origin = getattr(loaded, "__file__", None)
-    if origin and origin.endswith(".py"):
-        return Path(origin)
-    parts = module.split(".")
-    spec = None
-    for finder in list(sys.meta_path):
-        if type(finder).__name__ in ("Watcher", "Complainer"):
-            continue
-        find = getattr(finder, "find_spec", None)
-        if find is None:
-            continue
-        try:
-            spec = find(parts[0], None)
-        except Exception:
-            continue
-        if spec is not None:
-            break
-    if spec is None:
-        return None
-    if len(parts) == 1:
-        origin = getattr(spec, "origin", None)
-        return Path(origin) if origin and origin.endswith(".py") else None
-    locations = [Path(p) for p in (getattr(spec, "submodule_search_locations", None) or [])]
-    # Walk the file system ourselves: importlib's PathFinder needs the parent package in
-    # sys.modules for namespace portions (sglang.srt has no __init__.py in some releases).
-    for index, part in enumerate(parts[1:], start=1):
+def _search(parts: list[str], locations: list[Path]) -> Path | None:
+    """Find ``parts`` under ``locations`` on disk (packages, modules, namespace portions).
+
+    importlib's PathFinder is not used: it needs the parent package in sys.modules for
+    namespace portions (sglang.srt has no __init__.py in some releases).
+    """
+    for index, part in enumerate(parts):
         last = index == len(parts) - 1
         found: list[Path] = []
         for location in locations:
@@ -66,8 +45,43 @@ def locate(module: str) -> Path | None:
     return None
 
 
-def read(module: str) -> str | None:
-    path = locate(module)
+def locate(module: str, search_path: list[Path] | None = None) -> Path | None:
+    """Return the source file of ``module`` without importing it, or None.
+
+    With ``search_path`` only those folders are searched (a release unpacked for the
+    static matrix); otherwise the live ``sys.meta_path`` finders locate the package.
+    """
+    parts = module.split(".")
+    if search_path is not None:
+        return _search(parts, list(search_path))
+    loaded = sys.modules.get(module)
+    origin = getattr(loaded, "__file__", None)
+    if origin and origin.endswith(".py"):
+        return Path(origin)
+    spec = None
+    for finder in list(sys.meta_path):
+        if type(finder).__name__ in ("Watcher", "Complainer"):
+            continue
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            spec = find(parts[0], None)
+        except Exception:
+            continue
+        if spec is not None:
+            break
+    if spec is None:
+        return None
+    if len(parts) == 1:
+        origin = getattr(spec, "origin", None)
+        return Path(origin) if origin and origin.endswith(".py") else None
+    locations = [Path(p) for p in (getattr(spec, "submodule_search_locations", None) or [])]
+    return _search(parts[1:], locations)
+
+
+def read(module: str, search_path: list[Path] | None = None) -> str | None:
+    path = locate(module, search_path)
     if path is None:
         return None
     try:
@@ -194,17 +208,27 @@ def check(fp: Fingerprint, source: str | None) -> tuple[bool, str]:
     return True, f"{fp.module} imports {', '.join(fp.import_names)} from {fp.import_from}"
 
 
-def check_all(fps: tuple[Fingerprint, ...], sources: dict[str, str | None] | None = None
+def read_first(modules: tuple[str, ...], search_path: list[Path] | None = None
+               ) -> tuple[str, str | None]:
+    """(module, source) of the first of ``modules`` whose source can be read."""
+    for module in modules:
+        src = read(module, search_path)
+        if src is not None:
+            return module, src
+    return modules[0], None
+
+
+def check_all(fps: tuple[Fingerprint, ...], search_path: list[Path] | None = None
               ) -> tuple[bool, list[str], str]:
-    """Check every fingerprint; ``sources`` overrides the on-disk lookup per module.
+    """Check every fingerprint (see :func:`locate` for ``search_path``).
 
     Returns (all matched, one line per fingerprint, the first mismatch or "").
     """
     details = []
     failure = ""
     for fp in fps:
-        src = sources[fp.module] if sources and fp.module in sources else read(fp.module)
-        good, detail = check(fp, src)
+        module, src = read_first(fp.modules, search_path)
+        good, detail = check(replace(fp, module=module), src)
         details.append(detail)
         if not good and not failure:
             failure = detail
