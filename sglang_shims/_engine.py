@@ -16,7 +16,7 @@ import traceback
 from types import ModuleType
 from typing import Any
 
-from . import _bootstrap, _catalog, _log, _report
+from . import _bootstrap, _catalog, _log, _report, _toggles
 from ._apply import PatchContext, Retired, restore, snapshot
 from ._assess import assess
 from ._gates import Environment
@@ -33,7 +33,7 @@ class Engine:
         state = _bootstrap.STATE
         self.origin = str(state.get("origin") or "install")
         toggles = state.get("toggles")
-        self.toggles = toggles if isinstance(toggles, _bootstrap.Toggles) else _bootstrap.Toggles()
+        self.toggles = toggles if isinstance(toggles, _toggles.Toggles) else _toggles.Toggles()
         self.log, level_problem = _log.configure()
         self.lock = threading.RLock()
         self.env = Environment()

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 
@@ -90,6 +88,9 @@ def detect_gpus() -> tuple[list[tuple[int, int]], str]:
             return [(int(a), int(b)) for a, b in caps], "torch.cuda"
     except Exception:
         pass
+    import shutil
+    import subprocess
+
     smi = shutil.which("nvidia-smi")
     if smi:
         try:

@@ -27,32 +27,36 @@ START = PACKAGE / "_activation" / "sglang_shims.start"
 BEGIN = "# BEGIN GENERATED WATCH TABLE\n"
 END = "# END GENERATED WATCH TABLE\n"
 
-# The code the .pth line runs, kept readable here and flattened by ``pth_line``.
-# Only ``os`` is used before the kill switch: ``site`` has imported it already.
-# If the bootstrap cannot be imported (a half-removed install), a finder defined
-# right here reports it once, when sglang or the kernel is first imported.
-PTH_CODE = '''\
-if _os.environ.get("SGLANG_SHIMS", "").strip().lower() not in ("0", "false", "off", "no"):
-    try:
-        import sglang_shims._bootstrap as _sglang_shims_boot
-        _sglang_shims_boot.activate("pth")
-    except Exception as _e:
-        class _SglangShimsMissing:
-            def __init__(self, problem):
-                self.problem = problem
-            def find_spec(self, name, path=None, target=None):
-                if name in {roots}:
-                    import sys
-                    if self in sys.meta_path:
-                        sys.meta_path.remove(self)
-                    sys.stderr.write("sglang-shims: start-up hook failed (%s); patches are not "
-                                     "applied. Reinstall sglang-shims, or set SGLANG_SHIMS=0.\\n"
-                                     % self.problem)
-        import sys as _sys
-        # site may process this file twice (seen with pyenv venvs): install one reporter
-        if not any(type(f).__name__ == "_SglangShimsMissing" for f in _sys.meta_path):
-            _sys.meta_path.insert(0, _SglangShimsMissing("%s: %s" % (type(_e).__name__, _e)))
-'''
+# What the .pth line runs, kept readable here and flattened by ``pth_line``.  The
+# kill switch is checked with ``os`` only (``site`` imported it already); the normal
+# path compiles four short lines.  If the bootstrap cannot be imported (a half-removed
+# install), FALLBACK -- compiled only then -- installs a finder that reports the problem
+# once, when sglang or the kernel is first imported.
+TRY = """\
+try:
+    import sglang_shims._bootstrap as _sglang_shims_boot
+    _sglang_shims_boot.activate("pth")
+except Exception as _sglang_shims_error:
+    exec({fallback!r})
+"""
+FALLBACK = """\
+import sys as _sys
+class _SglangShimsMissing:
+    def __init__(self, problem):
+        self.problem = problem
+    def find_spec(self, name, path=None, target=None):
+        if name in {roots}:
+            import sys
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            sys.stderr.write("sglang-shims: start-up hook failed (%s); patches are not "
+                             "applied. Reinstall sglang-shims, or set SGLANG_SHIMS=0.\\n"
+                             % self.problem)
+# site may process this file twice (seen with pyenv venvs): install one reporter
+if not any(type(f).__name__ == "_SglangShimsMissing" for f in _sys.meta_path):
+    _sys.meta_path.insert(0, _SglangShimsMissing("%s: %s" % (
+        type(_sglang_shims_error).__name__, _sglang_shims_error)))
+"""
 
 
 def watch_table(catalog: _catalog.Catalog) -> dict[str, tuple[str, bool, bool]]:
@@ -71,8 +75,10 @@ def render_table(table: dict[str, tuple[str, bool, bool]]) -> str:
 
 
 def pth_line(roots: set[str]) -> str:
-    code = PTH_CODE.replace("{roots}", repr(sorted(roots)).replace("[", "{").replace("]", "}"))
-    return f"import os as _os; exec({code!r})\n"
+    fallback = FALLBACK.replace("{roots}", repr(sorted(roots)).replace("[", "{").replace("]", "}"))
+    code = TRY.format(fallback=fallback)
+    return ('import os; os.environ.get("SGLANG_SHIMS", "").strip().lower() in '
+            f'("0", "false", "off", "no") or exec({code!r})\n')
 
 
 def expected(catalog: _catalog.Catalog) -> dict[Path, str]:

@@ -8,8 +8,10 @@ one imports, otherwise to an error that says what is missing and what to install
 
 Once resolved to a substitute it steps out of the way: every module-level binding
 of the proxy in ``sys.modules`` is rebound to the substitute, so calls through those
-names cost nothing extra; only references captured elsewhere still pass through
-``__call__`` (one attribute load and one call).
+names cost nothing extra.  References captured elsewhere still reach the proxy; for
+them each proxy has a class of its own whose ``__call__`` becomes the substitute
+itself (a static method), so the call is forwarded by the interpreter, not by a
+Python-level ``*args`` wrapper.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class OptionalSymbol:
 
     def __init__(self, module: str, name: str, patch_id: str,
                  explain: Callable[[], str], substitute: str | None = None) -> None:
+        # A class per proxy, so that resolving can install the target as its __call__.
+        self.__class__ = type("OptionalSymbol", (OptionalSymbol,), {})
         self.__name__ = name
         self.__qualname__ = name
         self.__module__ = module
@@ -82,6 +86,7 @@ class OptionalSymbol:
                     cause = f" (substitute {self.substitute} failed: {type(exc).__name__}: {exc})"
                 else:
                     self._target = target
+                    type(self).__call__ = staticmethod(target)  # type: ignore[method-assign]
                     self.rebound = _rebind(self, target)
                     log.info("%s.%s resolved to %s; %d module binding(s) rebound",
                              self.__module__, self.__name__, self.substitute, self.rebound)

@@ -22,8 +22,10 @@ pytestmark = pytest.mark.venv
 
 FAKE_SGLANG = {
     "sglang/__init__.py": "",
-    "sglang/srt/layers/quantization/awq.py": "from sgl_kernel import awq_dequantize, fused_marlin_moe\n",
-    "sglang/srt/layers/quantization/gptq.py": "from sgl_kernel import fused_marlin_moe, gptq_gemm\n",
+    "sglang/srt/layers/quantization/awq.py":
+        "from sgl_kernel import awq_dequantize, fused_marlin_moe\n",
+    "sglang/srt/layers/quantization/gptq.py":
+        "from sgl_kernel import fused_marlin_moe, gptq_gemm\n",
     "sglang-0.5.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.1\n",
 }
 

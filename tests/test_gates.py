@@ -82,8 +82,8 @@ class TestGpuGate:
             '[gpu]\ncapability = ">=12.0"\n[[provide]]\nname = "f"\nexported_by = "x"\n'
             'remedy = "y"\n'))
         env = Environment(versions={"sglang": "0.5.1"})  # capabilities left unknown
-        ok, lines, failure = evaluate(load_text(text, "t"), env)
-        assert not ok and "sglang 0.5.1 not in <0.1" == failure
+        ok, _lines, failure = evaluate(load_text(text, "t"), env)
+        assert not ok and failure == "sglang 0.5.1 not in <0.1"
         assert env.capabilities is None  # never detected
 
 

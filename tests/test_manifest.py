@@ -56,7 +56,7 @@ def test_invalid_manifests_name_the_field(edit: tuple[str, str], message: str) -
 
 def test_needs_code_or_provide() -> None:
     text = manifest_text("no-action", "pkg.mod")
-    with pytest.raises(ManifestError, match="patch.py"):
+    with pytest.raises(ManifestError, match=r"patch\.py"):
         load_text(text, "x")
 
 

@@ -73,7 +73,7 @@ def test_release(patch_id: str, version: str, inside: bool,
 
 
 def test_releases_list_is_sorted_and_has_the_key_versions() -> None:
-    assert RELEASES == sorted(RELEASES, key=Version)
+    assert sorted(RELEASES, key=Version) == RELEASES
     assert {"0.5.1", "0.5.5.post3", "0.5.6", "0.5.9", "0.5.10", "0.5.0rc2"} <= set(RELEASES)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sglang_shims._bootstrap import Toggles, globally_off, patch_var, split_ids, watched_modules
+from sglang_shims._bootstrap import globally_off
+from sglang_shims._toggles import Toggles, patch_var, split_ids, watched_modules
 
 IDS = ["sgl-kernel-fused-marlin-moe", "sgl-kernel-dist-renamed"]
 
