@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import site
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["sglang_shims.testing.pytest_plugin"]
 
 REPO = Path(__file__).resolve().parent.parent
 ACTIVATE = "import sglang_shims._bootstrap as _b; _b.activate('test')\n"
@@ -42,27 +45,25 @@ class Result:
         return json.loads(self.stdout.strip().splitlines()[-1])
 
 
+SITE_PACKAGES = [p for p in site.getsitepackages() if Path(p).is_dir()]
+
+
 def run_python(code: str, *, paths: tuple[Path | str, ...] = (), env: dict[str, str] | None = None,
                activate: bool = True, python: str = sys.executable, timeout: float = 120,
                cwd: Path | None = None, args: tuple[str, ...] = ()) -> Result:
     """Run ``code`` in a fresh interpreter with the repo and ``paths`` importable.
 
-    ``activate`` prepends what the .pth line does, since the repo is not installed.
+    The interpreter runs with ``-S`` and this environment's site-packages appended to
+    ``PYTHONPATH``: its dependencies import, but no ``.pth`` file runs, so the result is
+    the same whether or not sglang-shims is installed here.  ``activate`` prepends what
+    the ``.pth`` line does.
     """
     full_env = clean_env(**(env or {}))
-    full_env["PYTHONPATH"] = os.pathsep.join([str(REPO), *map(str, paths)])
+    full_env["PYTHONPATH"] = os.pathsep.join([str(REPO), *map(str, paths), *SITE_PACKAGES])
     source = (ACTIVATE if activate else "") + textwrap.dedent(code)
-    proc = subprocess.run([python, "-c", source, *args], env=full_env, capture_output=True,
+    proc = subprocess.run([python, "-S", "-c", source, *args], env=full_env, capture_output=True,
                           text=True, timeout=timeout, cwd=cwd or REPO, check=False)
     return Result(proc.returncode, proc.stdout, proc.stderr)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Use our fixtures plugin from the source tree when it is not installed (pytest11)."""
-    if not config.pluginmanager.has_plugin("sglang_shims"):
-        from sglang_shims.testing import pytest_plugin
-
-        config.pluginmanager.register(pytest_plugin, "sglang_shims")
 
 
 @pytest.fixture

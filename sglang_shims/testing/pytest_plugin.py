@@ -1,7 +1,10 @@
 """pytest fixtures for testing patches: stand-in kernels and real sglang wheels.
 
-Registered through the ``pytest11`` entry point, so any project with sglang-shims
-installed can use them::
+Opt in from a ``conftest.py``: ``pytest_plugins = ["sglang_shims.testing.pytest_plugin"]``.
+(It is deliberately not a ``pytest11`` entry point: the ``.pth`` hook imports
+``sglang_shims`` at interpreter start, which would make pytest warn in every project
+of the environment that it cannot rewrite a plugin package imported that early.)
+Then::
 
     def test_my_patch(standin_kernel, sglang_release):
         kernel = standin_kernel("0.3.18")     # a PYTHONPATH entry with sgl_kernel 0.3.18
