@@ -53,16 +53,16 @@ def exported(symbol: str, live: ModuleType | None = None,
     if module is not None:
         hit = _exported_live(module, name)
         return hit, f"{module_name} {'exports' if hit else 'does not export'} {name}"
-    source = _source.read(module_name, search_path)
-    if source is None:
-        return None, f"cannot read the source of {module_name}"
     try:
-        names, star = _source.bound_names(source)
+        found = _source.exported_names(module_name, search_path)
     except SyntaxError as exc:
         return None, f"cannot parse {module_name} ({exc})"
+    if found is None:
+        return None, f"cannot read the source of {module_name}"
+    names, complete = found
     if name in names:
         return True, f"{module_name} binds {name} (read from its source)"
-    if star:
+    if not complete:
         return None, f"{module_name} star-imports; cannot tell statically whether it has {name}"
     return False, f"{module_name} does not bind {name} (read from its source)"
 

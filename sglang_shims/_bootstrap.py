@@ -201,13 +201,21 @@ def activate(origin: str = "pth") -> None:
             from sglang_shims import _engine
 
             names |= _engine.extra_watch_names()
-        if names:
-            watcher = Watcher(names)
-            STATE["watcher"] = watcher
-            sys.meta_path.insert(0, watcher)
+        watch(names)
     except BaseException as exc:
         STATE["problem"] = f"{type(exc).__name__}: {exc}"
         _complain_later(str(STATE["problem"]))
+
+
+def watch(names: "set[str]") -> None:
+    """Watch more module names, (re)installing the single watcher if needed."""
+    watcher = STATE.get("watcher")
+    if not isinstance(watcher, Watcher):
+        watcher = Watcher(set())
+        STATE["watcher"] = watcher
+    watcher.names |= names
+    if watcher.names and watcher not in sys.meta_path:
+        sys.meta_path.insert(0, watcher)
 
 
 def start() -> None:

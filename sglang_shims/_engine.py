@@ -64,6 +64,8 @@ class Engine:
         for folder, error in self.catalog.errors.items():
             self.log.warning("patch %s not loaded: %s", folder, error)
         atexit.register(self.at_exit)
+        if _bootstrap.env("SGLANG_SHIMS_REPORT_DIR"):
+            self._follow_process_title()
 
     # -- state ---------------------------------------------------------------------------
 
@@ -101,6 +103,8 @@ class Engine:
 
     def on_event(self, name: str, phase: str, module: ModuleType,
                  exc: BaseException | None) -> None:
+        if name == "setproctitle" and phase == "after":
+            self._wrap_title(module)
         if phase == "error":
             for manifest in self.triggered_by(name, "after"):
                 record = self.records[manifest.id]
@@ -245,15 +249,7 @@ class Engine:
 
         names = {m.target for m in self.manifests.values()
                  if self.records[m.id].state == "pending" and m.target not in sys.modules}
-        if not names:
-            return
-        watcher = _bootstrap.STATE.get("watcher")
-        if not isinstance(watcher, _bootstrap.Watcher):
-            watcher = _bootstrap.Watcher(set())
-            _bootstrap.STATE["watcher"] = watcher
-        watcher.names |= names
-        if watcher not in sys.meta_path:
-            sys.meta_path.insert(0, watcher)
+        _bootstrap.watch(names)
 
     def patch_imported(self) -> None:
         """Apply pending patches whose target was imported before we were installed."""
@@ -294,6 +290,34 @@ class Engine:
                     self.records[patch_id] = self._fresh(self.manifests[patch_id], on, by)
 
     # -- reporting -----------------------------------------------------------------------
+
+    def _follow_process_title(self) -> None:
+        """Rewrite the report when the process names itself (``sglang::scheduler_TP0``).
+
+        sglang sets its process titles with ``setproctitle`` after our patches ran, and
+        the title is the only reliable role of a spawned child; so, only when reports are
+        written, ``setproctitle.setproctitle`` is wrapped to write the report again.
+        """
+        import sys
+
+        module = sys.modules.get("setproctitle")
+        if module is not None:
+            self._wrap_title(module)
+        else:
+            _bootstrap.watch({"setproctitle"})
+
+    def _wrap_title(self, module: ModuleType) -> None:
+        original = getattr(module, "setproctitle", None)
+        if original is None or getattr(original, "_sglang_shims_report", False):
+            return
+
+        def setproctitle(title: str, *args: Any, **kwargs: Any) -> Any:
+            result = original(title, *args, **kwargs)
+            self.write_report()
+            return result
+
+        setproctitle._sglang_shims_report = True  # type: ignore[attr-defined]
+        module.setproctitle = setproctitle  # type: ignore[attr-defined]
 
     def summarise(self) -> None:
         if self.summarised:

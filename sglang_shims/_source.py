@@ -120,17 +120,17 @@ def module_level_imports(source: str, from_module: str) -> set[str]:
     return names
 
 
-def bound_names(source: str) -> tuple[set[str], bool]:
-    """Names a module binds at top level, and whether it also star-imports."""
+def bound_names(source: str) -> tuple[set[str], list[str]]:
+    """Names a module binds at top level, and the modules it star-imports."""
     names: set[str] = set()
-    star = False
+    stars: list[str] = []
     for node in _top_level(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update((a.asname or a.name).partition(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if alias.name == "*":
-                    star = True
+                    stars.append(node.module if node.level == 0 and node.module else "")
                 else:
                     names.add(alias.asname or alias.name)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -139,7 +139,30 @@ def bound_names(source: str) -> tuple[set[str], bool]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-    return names, star
+    return names, stars
+
+
+def exported_names(module: str, search_path: list[Path] | None = None,
+                   depth: int = 3) -> tuple[set[str], bool] | None:
+    """Names ``module`` would bind, following absolute star imports statically.
+
+    Returns (names, complete); ``complete`` is False when a star import could not be
+    followed (relative, unreadable, or too deep).  None if the module has no source.
+    """
+    source = read(module, search_path)
+    if source is None:
+        return None
+    names, stars = bound_names(source)
+    complete = True
+    for star in stars:
+        inner = exported_names(star, search_path, depth - 1) if star and depth > 0 else None
+        if inner is None:
+            complete = False
+            continue
+        inner_names, inner_complete = inner
+        names |= {n for n in inner_names if not n.startswith("_")}
+        complete = complete and inner_complete
+    return names, complete
 
 
 def _find_def(tree: ast.Module, qualname: str) -> ast.AST | None:

@@ -42,9 +42,20 @@ def test_module_level_imports_see_if_and_try_but_not_functions() -> None:
 
 
 def test_bound_names() -> None:
-    names, star = _source.bound_names(SOURCE + "\nfrom x import *\nVALUE: int = 3\n")
+    names, stars = _source.bound_names(SOURCE + "\nfrom x import *\nVALUE: int = 3\n")
     assert {"os", "Any", "fused_marlin_moe", "late", "helper", "Box", "VALUE"} <= names
-    assert "hidden" not in names and star
+    assert "hidden" not in names and stars == ["x"]
+
+
+def test_exported_names_follow_star_imports(tmp_path: Path) -> None:
+    write_package(tmp_path, {
+        "kpkg/__init__.py": "from kpkg.ops import *\nfrom kpkg.gone import *\nA = 1\n",
+        "kpkg/ops.py": "def op():\n    pass\n_private = 2\n",
+    })
+    found = _source.exported_names("kpkg", [tmp_path])
+    assert found == ({"A", "op"}, False)  # kpkg.gone has no source: incomplete
+    (tmp_path / "kpkg/gone.py").write_text("B = 1\n")
+    assert _source.exported_names("kpkg", [tmp_path]) == ({"A", "op", "B"}, True)
 
 
 def test_function_hash_ignores_indentation_not_content() -> None:

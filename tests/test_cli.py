@@ -1,0 +1,164 @@
+"""The ``sglang-shims`` CLI: list, explain, check, status, fingerprint, and their exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from sglang_shims import _docs, _static
+
+from .conftest import REPO, Result, run_python
+
+HEAVY = ("torch", "sglang", "transformers", "sgl_kernel", "triton")
+
+
+def cli(*args: str, paths: tuple[Path, ...] = (), **env: str) -> Result:
+    code = (
+        "import sys, json\n"
+        "from sglang_shims.cli import main\n"
+        f"code = main({list(args)!r})\n"
+        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
+        "print(json.dumps({'exit': code, 'heavy': heavy}))\n"
+    )
+    return run_python(code, paths=paths, env=env, activate=False)
+
+
+def outcome(result: Result) -> tuple[object, dict[str, object]]:
+    """(the command's JSON output, {exit, heavy})."""
+    lines = result.stdout.strip().splitlines()
+    meta = json.loads(lines[-1])
+    body = "\n".join(lines[:-1])
+    return (json.loads(body) if body.startswith(("{", "[")) else body), meta
+
+
+@pytest.fixture(scope="module")
+def env051(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path]
+           ) -> tuple[Path, ...]:
+    return (sglang_release("0.5.1"), standin_kernel("0.3.18"))
+
+
+@pytest.mark.wheels
+def test_list_json_static(env051: tuple[Path, ...]) -> None:
+    data, meta = outcome(cli("list", "--json", paths=env051))
+    assert meta == {"exit": 0, "heavy": []}  # nothing of torch/sglang/kernel imported
+    assert isinstance(data, dict)
+    patches = {p["id"]: p for p in data["patches"]}
+    fused = patches["sgl-kernel-fused-marlin-moe"]
+    assert fused["state"] == "would-apply"
+    assert fused["evidence"] and all(e.startswith("https://") for e in fused["evidence"])
+    assert fused["gates"] == {"sglang": ">=0.4.9.post3,<0.5.6", "sgl-kernel | sglang-kernel":
+                              ">=0.3.18"}
+    renamed = patches["sgl-kernel-dist-renamed"]
+    assert renamed["state"] == "not-applicable"
+    assert renamed["reason"] == "sglang-kernel is not installed (needs any version)"
+
+
+@pytest.mark.wheels
+def test_list_human_and_disabled(env051: tuple[Path, ...]) -> None:
+    result = cli("list", paths=env051, SGLANG_SHIMS_DISABLE="sgl-kernel-fused-marlin-moe,bogus")
+    text, meta = outcome(result)
+    assert meta["exit"] == 0
+    assert isinstance(text, str)
+    header, rule, *rows = text.splitlines()
+    assert header.split() == ["id", "state", "reason", "summary"]
+    assert set(rule) <= {"-", " "}
+    row = next(r for r in rows if r.startswith("sgl-kernel-fused-marlin-moe"))
+    assert "disabled" in row and "SGLANG_SHIMS_DISABLE" in row
+    assert "warning: SGLANG_SHIMS_DISABLE names unknown patch 'bogus'" in text
+
+
+@pytest.mark.wheels
+def test_explain(env051: tuple[Path, ...]) -> None:
+    data, meta = outcome(cli("explain", "sgl-kernel-fused-marlin-moe", "--json", paths=env051))
+    assert meta["exit"] == 0 and isinstance(data, dict)
+    assert data["state"] == "would-apply"
+    assert data["evaluation"]["gates"] == ["sglang 0.5.1 in >=0.4.9.post3,<0.5.6",
+                                           "sgl-kernel 0.3.18 in >=0.3.18"]
+    assert data["evaluation"]["retire"] == [
+        "sgl_kernel does not bind fused_marlin_moe (read from its source)"]
+    assert len(data["evaluation"]["fingerprints"]) == 2
+    assert "0.4.9.post3" in data["range"]
+    text, meta = outcome(cli("explain", "sgl-kernel-fused-marlin-moe", paths=env051))
+    assert "retire when: the installed kernel exports fused_marlin_moe itself" in str(text)
+
+
+def test_explain_unknown_id_is_usage_error() -> None:
+    result = cli("explain", "no-such-patch")
+    assert json.loads(result.stdout.strip().splitlines()[-1])["exit"] == 2
+    assert "unknown patch 'no-such-patch'; known ids:" in result.stderr
+
+
+@pytest.mark.wheels
+def test_check_clean_then_drifted(env051: tuple[Path, ...], tmp_path: Path) -> None:
+    data, meta = outcome(cli("check", "--json", paths=env051))
+    assert meta["exit"] == 0 and isinstance(data, dict)
+    assert [c["id"] for c in data["checked"]] == ["sgl-kernel-fused-marlin-moe"]
+    edited = tmp_path / "sglang-edited"
+    shutil.copytree(env051[0], edited)
+    awq = edited / "sglang/srt/layers/quantization/awq.py"
+    awq.write_text(awq.read_text().replace("fused_marlin_moe,\n", "\n", 1))
+    data, meta = outcome(cli("check", "--json", paths=(edited, env051[1])))
+    assert meta["exit"] == 1 and isinstance(data, dict)
+    assert data["drifted"] == ["sgl-kernel-fused-marlin-moe"]
+    assert "no longer does `from sgl_kernel import fused_marlin_moe`" in data["checked"][0][
+        "reason"]
+
+
+def test_usage_errors_exit_2() -> None:
+    for args in (["frobnicate"], ["list", "--nope"], []):
+        result = run_python(f"from sglang_shims.cli import main; main({args!r})",
+                            activate=False)
+        assert result.returncode == 2, args
+
+
+def test_status_aggregates(tmp_path: Path) -> None:
+    def report(pid: int, role: str, states: dict[str, str]) -> None:
+        data = {"schema": 1, "process": {"pid": pid, "ppid": 1, "role": role, "origin": "pth",
+                                         "argv": ["x"], "time": pid},
+                "patches": {k: {"state": v, "reason": f"because {v}"} for k, v in
+                            states.items()}}
+        (tmp_path / f"{pid}.json").write_text(json.dumps(data))
+
+    report(10, "main", {"a": "applied", "b": "applied"})
+    report(11, "scheduler", {"a": "applied", "b": "pending"})
+    report(12, "detokenizer", {"a": "applied", "b": "pending"})
+    data, meta = outcome(cli("status", "--json", "--report-dir", str(tmp_path)))
+    assert meta["exit"] == 0 and isinstance(data, dict)
+    assert data["patches"]["a"]["verdict"] == "applied in 3/3 processes"
+    assert data["patches"]["b"]["verdict"] == "applied in 1/3; pending in 2/3"
+    report(13, "scheduler", {"a": "failed", "b": "pending"})
+    text, meta = outcome(cli("status", "--report-dir", str(tmp_path)))
+    assert meta["exit"] == 1
+    assert "scheduler (pid 13): failed, because failed" in str(text)
+    assert "problem: a failed in pid 13" in str(text)
+
+
+def test_status_without_reports_is_usage_error(tmp_path: Path) -> None:
+    result = cli("status", TMPDIR=str(tmp_path))
+    assert json.loads(result.stdout.strip().splitlines()[-1])["exit"] == 2
+    assert "no report directory" in result.stderr
+
+
+def test_fingerprint_helper() -> None:
+    data, meta = outcome(cli("fingerprint", "sglang_shims._source:function_hash", "--json"))
+    assert meta["exit"] == 0 and isinstance(data, dict)
+    assert data["file"] == str(REPO / "sglang_shims" / "_source.py")
+    assert len(data["sha256"]) == 16
+
+
+def test_python_dash_m_entry() -> None:
+    result = run_python("import runpy; runpy.run_module('sglang_shims', run_name='__main__')",
+                        activate=False, args=("list", "--json"))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["patches"]
+
+
+def test_patches_doc_is_current() -> None:
+    """docs/patches.md is generated by `sglang-shims list --markdown`."""
+    expected = _docs.patches_markdown(_static.survey())
+    current = (REPO / "docs" / "patches.md").read_text(encoding="utf-8")
+    assert current == expected, "regenerate: sglang-shims list --markdown > docs/patches.md"
