@@ -6,6 +6,7 @@ run plain interpreters in those environments: nothing is activated by hand here.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -138,3 +139,32 @@ def test_half_installed_package_never_breaks_start(
     out = venv.run("-c", IMPORT_AWQ)
     assert out.stderr.count("sglang-shims: start-up hook failed") == 1
     assert "ModuleNotFoundError" in out.stderr
+
+
+def test_sglang_plugin_entry_point(wheel: Path, make_venv: Callable[[], Venv],
+                                   standin_kernel: Callable[..., Path]) -> None:
+    """sglang >= 0.5.11 calls every `sglang.srt.plugins` entry point (ep.load()()) in the
+    processes it starts.  Ours installs the shims where the .pth did not run, and is a
+    no-op where it did: no patch is ever applied twice in one process."""
+    venv = make_venv()
+    pip_install(venv, wheel)
+    add_fake_sglang(venv, standin_kernel("0.3.18"))
+    code = (
+        "import json, sys\n"
+        "from importlib.metadata import entry_points\n"
+        "eps = [ep for ep in entry_points(group='sglang.srt.plugins')"
+        " if ep.name == 'sglang_shims']\n"
+        "import sgl_kernel\n"                       # imported before the plugin runs
+        "for ep in eps: ep.load()()\n"
+        "for ep in eps: ep.load()()\n"              # sglang may call it more than once
+        "import sglang_shims\n"
+        "st = sglang_shims.status()['sgl-kernel-fused-marlin-moe']\n"
+        "print(json.dumps([len(eps), st['state'], st['late'], st['changes']]))\n")
+    # .pth not processed (-S; site-packages added by hand): the plugin does the work, late
+    no_pth = venv.run("-S", "-c", f"import sys; sys.path.append({str(venv.site)!r})\n" + code)
+    assert json.loads(no_pth.stdout) == [1, "applied", True,
+                                         ["setattr sgl_kernel.fused_marlin_moe"]], no_pth.stderr
+    # .pth processed: applied at import, the plugin call changes nothing
+    with_pth = venv.run("-c", code)
+    assert json.loads(with_pth.stdout) == [1, "applied", False,
+                                           ["setattr sgl_kernel.fused_marlin_moe"]]
