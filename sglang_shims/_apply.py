@@ -23,6 +23,10 @@ from ._manifest import Manifest
 _MISSING = object()
 
 
+class ConflictError(RuntimeError):
+    """Two patches tried to change the same attribute, key or variable in one process."""
+
+
 class Retired(Exception):
     """Raised by patch code (``ctx.retire(...)``) when it finds the problem already fixed."""
 
@@ -31,13 +35,28 @@ class PatchContext:
     """What a patch's ``apply(ctx)`` gets: the target and journaled ways to change things."""
 
     def __init__(self, manifest: Manifest, module: ModuleType,
-                 versions: dict[str, str | None]) -> None:
+                 versions: dict[str, str | None],
+                 claims: dict[tuple[int, str], str] | None = None) -> None:
         self.manifest = manifest
         self.module = module
         self.versions = versions
         self.log = logging.getLogger(f"sglang_shims.patch.{manifest.id}")
         self.notes: list[str] = []
         self._undo: list[tuple[str, Callable[[], None]]] = []
+        # (id of the object, name) -> patch id, shared by every patch of the process:
+        # a second patch touching the same place is refused, never silently chained.
+        self._claims = {} if claims is None else claims
+        self._mine: list[tuple[int, str]] = []
+
+    def _claim(self, obj: Any, name: str, label: str) -> None:
+        key = (id(obj), str(name))
+        owner = self._claims.get(key)
+        if owner is not None and owner != self.manifest.id:
+            raise ConflictError(f"{label} was already changed by patch {owner!r}; patches"
+                                " on the same place are refused, not chained")
+        if owner is None:
+            self._claims[key] = self.manifest.id
+            self._mine.append(key)
 
     # -- journaled changes -------------------------------------------------------------
 
@@ -58,10 +77,13 @@ class PatchContext:
             else:
                 setattr(obj, name, old)
 
+        label = f"{_label(obj)}.{name}"
+        self._claim(obj, name, label)
         setattr(obj, name, value)
-        self._undo.append((f"setattr {_label(obj)}.{name}", undo))
+        self._undo.append((f"setattr {label}", undo))
 
     def delattr(self, obj: Any, name: str) -> None:
+        self._claim(obj, name, f"{_label(obj)}.{name}")
         old = getattr(obj, name)
         delattr(obj, name)
         self._undo.append((f"delattr {_label(obj)}.{name}", lambda: setattr(obj, name, old)))
@@ -75,8 +97,10 @@ class PatchContext:
             else:
                 mapping[key] = old
 
+        label = "os.environ" if mapping is os.environ else type(mapping).__name__
+        self._claim(mapping, repr(key), f"{label}[{key!r}]")
         mapping[key] = value
-        self._undo.append((f"setitem {key!r}", undo))
+        self._undo.append((f"setitem {label}[{key!r}]", undo))
 
     def setenv(self, name: str, value: str) -> None:
         """Set an environment variable for this process and the children it starts."""
@@ -144,6 +168,10 @@ class PatchContext:
                 step()
             except Exception as exc:  # keep undoing the rest
                 errors.append(f"{label}: {type(exc).__name__}: {exc}")
+        for key in self._mine:
+            if self._claims.get(key) == self.manifest.id:
+                del self._claims[key]
+        self._mine.clear()
         return errors
 
 

@@ -102,6 +102,10 @@ def assess(manifest: Manifest, env: _gates.Environment, enabled: bool = True,
     if not ok:
         result.state, result.reason = "not-applicable", failure
         return result
+    if live is None and _source.locate(manifest.target, search_path) is None:
+        result.state = "not-applicable"
+        result.reason = f"target module {manifest.target} is not installed (no source found)"
+        return result
     is_retired, result.retire = retired(manifest, env, live, search_path)
     if is_retired:
         result.state = "retired"

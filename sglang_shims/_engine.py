@@ -43,6 +43,7 @@ class Engine:
         self.enabled: dict[str, tuple[bool, str]] = {}
         self.contexts: dict[str, PatchContext] = {}
         self.proxies: dict[str, OptionalSymbol] = {}
+        self.claims: dict[tuple[int, str], str] = {}
         self.order: list[str] = []
         self.running: set[str] = set()
         self.summarised = False
@@ -162,7 +163,7 @@ class Engine:
                       " active (`python -m sglang_shims.launch ...` or the .pth)",
                       gates=judged.gates)
             return
-        ctx = PatchContext(manifest, module, self.env.versions)
+        ctx = PatchContext(manifest, module, self.env.versions, self.claims)
         before = snapshot(module)
         try:
             self._provide(manifest, ctx)
