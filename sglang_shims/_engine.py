@@ -48,6 +48,7 @@ class Engine:
         self.running: set[str] = set()
         self.summarised = False
         self.report_problem = False
+        self.invalid_reported = False
         for manifest in self.manifests.values():
             on, by = self.toggles.decide(manifest.id, manifest.default)
             self.enabled[manifest.id] = (on, by)
@@ -104,6 +105,11 @@ class Engine:
 
     def on_event(self, name: str, phase: str, module: ModuleType,
                  exc: BaseException | None) -> None:
+        if self.toggles.strict and self.catalog.errors and not self.invalid_reported:
+            self.invalid_reported = True
+            problems = "; ".join(self.catalog.errors.values())
+            raise ShimImportError(f"sglang-shims: strict mode and a patch manifest is invalid:"
+                                  f" {problems}")
         if name == "setproctitle" and phase == "after":
             self._wrap_title(module)
         if phase == "error":
