@@ -186,7 +186,8 @@ def test_missing_target_module(tmp_path: Path) -> None:
                          activate=False)
     entry = next(p for p in json.loads(listing.stdout)["patches"] if p["id"] == "fault-missing")
     assert entry["state"] == "not-applicable"
-    assert entry["reason"] == "target module shimtarget.not_there is not installed (no source found)"
+    assert entry["reason"] == (
+        "target module shimtarget.not_there is not installed (no source found)")
 
 
 @pytest.mark.parametrize(("text", "message"), [
