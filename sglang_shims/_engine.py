@@ -88,10 +88,19 @@ class Engine:
         return []
 
     def status(self) -> dict[str, dict[str, Any]]:
+        import sys
+
         with self.lock:
             out = {}
             for patch_id, record in self.records.items():
                 entry = record.as_dict()
+                ctx = self.contexts.get(patch_id)
+                current = sys.modules.get(record.target)
+                if ctx is not None and current is not None and current is not ctx.module:
+                    # importlib.reload() or a re-import made a new, stock module object
+                    entry["stale"] = True
+                    entry["notes"] = [*entry["notes"], f"{record.target} was imported again"
+                                      " after this patch was applied; the new module is stock"]
                 entry["proxies"] = {name: proxy.report() for name, proxy in self.proxies.items()
                                     if proxy.patch_id == patch_id}
                 out[patch_id] = entry

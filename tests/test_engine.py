@@ -305,3 +305,16 @@ def test_world_writable_patch_dir_refused(target: Path, tmp_path: Path) -> None:
     result = run(target, patches, "import shimtarget.mod as m\nprint(m.VALUE)")
     assert result.stdout.strip() == "1"
     assert "refused: it is world-writable" in result.stderr
+
+
+def test_reimport_after_patching_is_reported(target: Path, tmp_path: Path) -> None:
+    result = run(target, patch_dir(tmp_path), """
+        import importlib, sys
+        import shimtarget.mod
+        del sys.modules["shimtarget.mod"]
+        import shimtarget.mod as again
+        print(again.VALUE)
+    """, status=True)
+    assert result.stdout.splitlines()[0] == "1"
+    entry = result.json()["demo-patch"]
+    assert entry["stale"] is True and "imported again" in entry["notes"][-1]
