@@ -34,16 +34,28 @@ class Catalog:
         return {m.id: m for m in self.manifests}
 
 
-def builtin_root() -> Path:
-    """The folder holding the built-in patches, in a wheel or in a checkout."""
-    if sys.version_info >= (3, 11):
-        from importlib.resources import files
-    else:  # pragma: no cover
-        from importlib_resources import files
-    shipped = files("sglang_shims").joinpath("patches")
-    if shipped.is_dir():
-        return Path(str(shipped))
-    return Path(__file__).resolve().parent.parent / "patches"
+def builtin_root(warnings: list[str] | None = None) -> Path:
+    """The folder holding the built-in patches, in a wheel or in a checkout.
+
+    importlib.resources is asked first; if it fails (it has, in frozen or damaged
+    installs), the folder next to this file is used and the failure is reported.
+    """
+    here = Path(__file__).resolve().parent
+    try:
+        if sys.version_info >= (3, 11):
+            from importlib.resources import files
+        else:  # pragma: no cover
+            from importlib_resources import files
+        shipped = files("sglang_shims").joinpath("patches")
+        if shipped.is_dir():
+            return Path(str(shipped))
+    except Exception as exc:
+        if warnings is not None:
+            warnings.append(f"importlib.resources failed ({type(exc).__name__}: {exc});"
+                            f" reading the built-in patches from {here / 'patches'}")
+        if (here / "patches").is_dir():
+            return here / "patches"
+    return here.parent / "patches"
 
 
 def unsafe_reason(folder: Path) -> str | None:
@@ -94,8 +106,9 @@ def load(extra_path: str | None = None, include_builtin: bool = True) -> Catalog
     catalog = Catalog()
     sources: list[tuple[Path, str]] = []
     if include_builtin:
-        sources.append((builtin_root(), "builtin"))
-    roots, catalog.warnings = extra_roots(extra_path)
+        sources.append((builtin_root(catalog.warnings), "builtin"))
+    roots, refused = extra_roots(extra_path)
+    catalog.warnings += refused
     sources.extend((root, str(root)) for root in roots)
     seen: dict[str, str] = {}
     for root, source in sources:

@@ -1,0 +1,151 @@
+"""Interpreter start never breaks, and nothing is ever written outside report folders.
+
+Real venvs with the wheel installed, damaged on purpose the ways installs get damaged.
+``python -c pass``, ``pip --version`` and ``python -m sglang.launch_server --help`` must
+keep working and stay silent; the problem is reported once, on stderr, and only when a
+watched module is imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from .conftest import Venv, add_fake_sglang, clean_env, pip_install, sh
+
+pytestmark = pytest.mark.venv
+
+LAUNCH_SERVER = """\
+import sys
+import sglang.srt.layers.quantization.awq  # the import chain every launch takes
+if __name__ == "__main__" and "--help" in sys.argv:
+    print("usage: launch_server [--model-path MODEL_PATH] ...")
+"""
+
+
+@pytest.fixture
+def installed(wheel: Path, make_venv: Callable[[], Venv],
+              standin_kernel: Callable[..., Path]) -> Venv:
+    venv = make_venv()
+    pip_install(venv, wheel, "pip")
+    add_fake_sglang(venv, standin_kernel("0.3.18"))
+    (venv.site / "sglang" / "launch_server.py").write_text(LAUNCH_SERVER)
+    return venv
+
+
+def assert_start_is_clean(venv: Venv) -> None:
+    for args in (["-c", "pass"], ["-m", "pip", "--version"]):
+        out = venv.run(*args)
+        assert out.returncode == 0, (args, out.stderr)
+        assert "sglang-shims" not in out.stderr, (args, out.stderr)
+
+
+def break_manifest(venv: Venv) -> str:
+    (venv.site / "sglang_shims/patches/sgl-kernel-dist-renamed/manifest.toml").write_text(
+        "id = = this is not toml")
+    return "patch sgl-kernel-dist-renamed not loaded"
+
+
+def break_wrapt(venv: Venv) -> str:
+    for path in venv.site.glob("wrapt*"):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    # a patch that needs wrapt, on the import every launch takes
+    extra = venv.root / "extra" / "needs-wrapt"
+    extra.mkdir(parents=True)
+    (extra / "manifest.toml").write_text(
+        'id = "needs-wrapt"\nsummary = "wraps with wrapt"\n'
+        'evidence = ["https://example.org/x"]\n[target]\nmodule = "sgl_kernel"\n'
+        '[retire]\nwhen = "never"\ninstalled = ["no-such-dist-xyz"]\n')
+    (extra / "patch.py").write_text(
+        "def apply(ctx):\n    ctx.wrap(ctx.module, 'rmsnorm', lambda w, i, a, k: w(*a, **k))\n")
+    return "needs-wrapt: failed (ModuleNotFoundError: No module named 'wrapt'"
+
+
+def break_resources(venv: Venv) -> str:
+    (venv.site / "00_break_resources.pth").write_text(
+        "import importlib.resources as r; r.files = lambda *a, **k: 1 / 0\n")
+    return "importlib.resources failed (ZeroDivisionError: division by zero)"
+
+
+@pytest.mark.parametrize("damage", [break_manifest, break_wrapt, break_resources],
+                         ids=["manifest corrupted", "wrapt uninstalled",
+                              "importlib.resources failing"])
+def test_damaged_install(installed: Venv, damage: Callable[[Venv], str]) -> None:
+    message = damage(installed)
+    env = {"SGLANG_SHIMS_PATH": str(installed.root / "extra")} \
+        if (installed.root / "extra").exists() else {}
+    assert_start_is_clean(installed)
+    out = installed.run("-m", "sglang.launch_server", "--help", **env)
+    assert out.returncode == 0, out.stderr
+    assert "usage: launch_server" in out.stdout
+    assert out.stderr.count(message) == 1, out.stderr
+
+
+def test_bootstrap_deleted(installed: Venv) -> None:
+    (installed.site / "sglang_shims" / "_bootstrap.py").unlink()
+    shutil.rmtree(installed.site / "sglang_shims" / "__pycache__", ignore_errors=True)
+    assert_start_is_clean(installed)
+    out = installed.run("-m", "sglang.launch_server", "--help")
+    assert out.stderr.count("sglang-shims: start-up hook failed") == 1
+    # without the bootstrap the patch cannot act: sglang's own error is what follows
+    assert "cannot import name 'fused_marlin_moe'" in out.stderr
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+SPAWNER = """\
+import multiprocessing as mp, sys
+import sglang_shims
+
+def child(q):
+    import sglang.srt.layers.quantization.gptq
+    q.put(sglang_shims.status()["sgl-kernel-fused-marlin-moe"]["state"])
+
+if __name__ == "__main__":
+    import sglang.srt.layers.quantization.awq
+    ctx = mp.get_context("spawn"); q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,)); p.start(); print(q.get(timeout=120)); p.join(60)
+    sglang_shims.revert()
+"""
+
+
+def test_nothing_written_outside_report_dir(installed: Venv, tmp_path: Path) -> None:
+    """Install, import, patch, launcher with a spawned child, revert: the venv (site-
+    packages and the sglang install included) is byte-for-byte what it was."""
+    script = tmp_path / "spawner.py"
+    script.write_text(SPAWNER)
+    reports = tmp_path / "reports"
+    env = clean_env(PYTHONDONTWRITEBYTECODE="1")  # the interpreter's own .pyc are not ours
+    sh(installed.python, "-m", "compileall", "-q", installed.site, env=env)
+    before = tree_digest(installed.root)
+    runs = [
+        [str(installed.python), str(script)],
+        [str(installed.python), "-m", "sglang_shims.launch", "--report-dir", str(reports),
+         str(script)],
+        [str(installed.root / "bin" / "sglang-shims"), "list", "--json"],
+        [str(installed.root / "bin" / "sglang-shims"), "doctor", "--json", "--no-probe"],
+    ]
+    for cmd in runs:
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300,
+                             check=False)
+        assert out.returncode in (0, 1), (cmd, out.stderr)
+    assert tree_digest(installed.root) == before
+    written = sorted(p.name for p in reports.iterdir())
+    assert len(written) == 2 and all(n.endswith(".json") for n in written)  # parent + child
+    assert not [p for p in Path(tmp_path).rglob("*.tmp")]
+    data = [json.loads((reports / n).read_text()) for n in written]
+    assert {d["patches"]["sgl-kernel-fused-marlin-moe"]["state"] for d in data} <= {
+        "applied", "reverted"}
+
