@@ -38,14 +38,21 @@ def standin_kernel(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Pa
 
 
 @pytest.fixture(scope="session")
-def sglang_release() -> Callable[[str], Path]:
-    """Factory: ``sglang_release(version)`` -> unpacked real wheel (cached on disk)."""
+def pypi_release() -> Callable[[str, str], Path]:
+    """Factory: ``pypi_release(dist, version)`` -> the wheel unpacked (cached on disk), a
+    folder to put first on ``PYTHONPATH`` (e.g. another transformers for one test)."""
     from . import wheels
 
-    def get(version: str) -> Path:
+    def get(dist: str, version: str) -> Path:
         try:
-            return wheels.unpack("sglang", version)
+            return wheels.unpack(dist, version)
         except RuntimeError as exc:
             pytest.fail(str(exc))
 
     return get
+
+
+@pytest.fixture(scope="session")
+def sglang_release(pypi_release: Callable[[str, str], Path]) -> Callable[[str], Path]:
+    """Factory: ``sglang_release(version)`` -> unpacked real sglang wheel (cached on disk)."""
+    return lambda version: pypi_release("sglang", version)
