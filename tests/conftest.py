@@ -72,6 +72,18 @@ def py() -> Callable[..., Result]:
     return run_python
 
 
+def need(module: str) -> None:
+    """Skip (with the reason) when ``module`` is missing -- except in CI, where
+    ``.ci/run`` installs it and its absence is a failure."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        message = f"{module} is not installed (pip install -r tests/requirements/serving.txt)"
+        if os.environ.get("SGLANG_SHIMS_CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
 def write_package(root: Path, files: dict[str, str]) -> Path:
     """Write ``{"pkg/mod.py": source}`` under ``root``; returns ``root``."""
     for rel, text in files.items():
