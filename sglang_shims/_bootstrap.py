@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 PATCHES: dict[str, tuple[str, bool, bool]] = {
     "sgl-kernel-dist-renamed": ("sglang.srt.entrypoints.engine", True, False),
     "sgl-kernel-fused-marlin-moe": ("sgl_kernel", True, False),
+    "torch-amx-probe-removed": ("sglang.srt.utils", True, False),
 }
 # END GENERATED WATCH TABLE
 

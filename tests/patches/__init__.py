@@ -1,0 +1,1 @@
+"""Tests of individual patches, each against the real releases in its range."""

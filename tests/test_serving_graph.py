@@ -1,0 +1,107 @@
+"""sglang 0.5.1's whole serving import graph on today's stack, on CPU, CUDA branches on.
+
+The real sglang 0.5.1 wheel, a stand-in sgl-kernel 0.3.18 (its exact export surface),
+torch 2.14.1 and transformers 4.55.2: every module of the launch path, the managers,
+the scheduler, the model runner, the layers and the Llama / Qwen2 / Qwen3 / Qwen3-MoE
+model files must import under the shims; with ``SGLANG_SHIMS=0`` the same imports fail.
+
+The harness only makes sglang believe it runs on CUDA (``torch.cuda.*`` answers for one
+H100); every real version skew is fixed by a patch, never here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from .conftest import Result, need, run_python
+
+pytestmark = pytest.mark.wheels
+
+SERVING_GRAPH = [
+    "sglang.launch_server",
+    "sglang.srt.entrypoints.http_server",
+    "sglang.srt.entrypoints.engine",
+    "sglang.srt.managers.tokenizer_manager",
+    "sglang.srt.managers.detokenizer_manager",
+    "sglang.srt.managers.scheduler",
+    "sglang.srt.model_executor.model_runner",
+    "sglang.srt.layers.layernorm",
+    "sglang.srt.layers.activation",
+    "sglang.srt.layers.rotary_embedding",
+    "sglang.srt.layers.sampler",
+    "sglang.srt.layers.quantization.awq",
+    "sglang.srt.layers.quantization.gptq",
+    "sglang.srt.layers.moe.topk",
+    "sglang.srt.layers.attention.triton_backend",
+    "sglang.srt.models.llama",
+    "sglang.srt.models.qwen2",
+    "sglang.srt.models.qwen3",
+    "sglang.srt.models.qwen3_moe",
+]
+
+# Test harness only: one H100 as far as sglang's import-time checks can tell.
+FAKE_CUDA = """
+import types, torch
+_props = types.SimpleNamespace(
+    name="NVIDIA H100 80GB HBM3", major=9, minor=0, total_memory=80 << 30,
+    multi_processor_count=132, warp_size=32, L2_cache_size=50 << 20,
+    max_shared_memory_per_block_optin=232448, gcnArchName="")
+torch.cuda.is_available = lambda: True
+torch.cuda.device_count = lambda: 1
+torch.cuda.current_device = lambda: 0
+torch.cuda.get_device_properties = lambda *a, **k: _props
+torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
+torch.cuda.get_device_name = lambda *a, **k: _props.name
+"""
+
+IMPORT_ALL = FAKE_CUDA + """
+import importlib, json, traceback
+results = {}
+for name in MODULES:
+    try:
+        importlib.import_module(name)
+        results[name] = "ok"
+    except BaseException as exc:
+        results[name] = f"{type(exc).__name__}: {exc}"
+import sglang_shims
+import sglang.srt.utils as utils
+states = {k: v["state"] for k, v in sglang_shims.status().items()}
+print(json.dumps({"results": results, "is_cuda": bool(utils.is_cuda()), "states": states}))
+"""
+
+
+def import_graph(paths: tuple[Path, ...], **env: str) -> Result:
+    code = IMPORT_ALL.replace("MODULES", repr(SERVING_GRAPH))
+    return run_python(code, paths=paths, env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def stack(sglang_release: Callable[[str], Path],
+          standin_kernel: Callable[..., Path]) -> tuple[Path, ...]:
+    for module in ("torch", "transformers", "fastapi", "zmq"):
+        need(module)
+    return (sglang_release("0.5.1"), standin_kernel("0.3.18"))
+
+
+def test_serving_graph_imports_under_the_shims(stack: tuple[Path, ...]) -> None:
+    result = import_graph(stack)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = result.json()
+    assert isinstance(data, dict)
+    assert data["is_cuda"], "the CUDA branches must be the ones taken"
+    failed = {k: v for k, v in data["results"].items() if v != "ok"}
+    assert failed == {}, json.dumps(failed, indent=1)
+    assert data["states"]["sgl-kernel-fused-marlin-moe"] == "applied"
+
+
+def test_serving_graph_fails_without_the_shims(stack: tuple[Path, ...]) -> None:
+    result = import_graph(stack, SGLANG_SHIMS="0")
+    data = result.json()
+    assert isinstance(data, dict)
+    failed = {k: v for k, v in data["results"].items() if v != "ok"}
+    assert failed, "without the shims sglang 0.5.1 must not import on this stack"
+    assert "sglang.launch_server" in failed
