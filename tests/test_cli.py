@@ -162,3 +162,27 @@ def test_patches_doc_is_current() -> None:
     expected = _docs.patches_markdown(_static.survey())
     current = (REPO / "docs" / "patches.md").read_text(encoding="utf-8")
     assert current == expected, "regenerate: sglang-shims list --markdown > docs/patches.md"
+
+
+def test_doctor_flags_kernel_built_for_another_torch(standin_kernel: Callable[..., Path]) -> None:
+    """sgl-kernel 0.3.18 was built against torch 2.8.0: next to torch 2.14.1 it is a `fail`
+    with the remedy, and doctor exits 1."""
+    from .conftest import need
+
+    need("torch")
+    data, meta = outcome(cli("doctor", "--json", "--no-probe",
+                             paths=(standin_kernel("0.3.18"),)))
+    assert meta["exit"] == 1 and isinstance(data, dict)
+    abi = next(f for f in data["findings"] if f["check"] == "sgl-kernel-abi")
+    assert abi["level"] == "fail"
+    assert "torch 2.8.0" in abi["detail"] and "2.14.1" in abi["detail"]
+    assert abi["remedy"]
+
+
+def test_doctor_runs_anywhere() -> None:
+    """No GPU, no torch needed: doctor answers (exit 0 or 1), never crashes."""
+    result = run_python("from sglang_shims.cli import main; raise SystemExit(main(['doctor',"
+                        " '--json', '--no-probe']))", activate=False)
+    assert result.returncode in (0, 1), result.stderr
+    findings = json.loads(result.stdout)["findings"]
+    assert {f["check"] for f in findings} >= {"python", "gpu"}

@@ -79,12 +79,17 @@ def import_graph(paths: tuple[Path, ...], **env: str) -> Result:
     return run_python(code, paths=paths, env=env, timeout=600)
 
 
-@pytest.fixture(scope="module")
-def stack(sglang_release: Callable[[str], Path],
+STACKS = [("0.5.1", "0.3.18"), ("0.5.1", "0.3.21"), ("0.5.5.post3", "0.3.18"),
+          ("0.5.5.post3", "0.3.21")]
+
+
+@pytest.fixture(scope="module", params=STACKS, ids=[f"sglang{s}-kernel{k}" for s, k in STACKS])
+def stack(request: pytest.FixtureRequest, sglang_release: Callable[[str], Path],
           standin_kernel: Callable[..., Path]) -> tuple[Path, ...]:
     for module in ("torch", "transformers", "fastapi", "zmq"):
         need(module)
-    return (sglang_release("0.5.1"), standin_kernel("0.3.18"))
+    sglang, kernel = request.param
+    return (sglang_release(sglang), standin_kernel(kernel))
 
 
 def test_serving_graph_imports_under_the_shims(stack: tuple[Path, ...]) -> None:

@@ -1,0 +1,136 @@
+"""Facts about published sgl-kernel / sglang-kernel wheels that ``doctor`` checks against.
+
+Kept apart from the checks so that a new release is one line here.  Every row says
+where it comes from: ``shared/research/sgl_kernel_history.md`` (build scripts at each
+bump commit, PyPI metadata) or a published wheel read while writing this file.
+Versions are PEP 440 strings, ranges are inclusive at both ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KernelBuild:
+    """Kernel versions ``first``..``last`` (inclusive) were built against ``torch``.
+
+    ``label`` is a local version label (``cu130``) when only that CUDA variant used
+    another torch; ``None`` is the PyPI default build (and every other variant).
+    """
+
+    first: str
+    last: str
+    torch: str
+    label: str | None = None
+
+    @property
+    def dist(self) -> str:
+        """The PyPI name these versions were published under (renamed at 0.4.0)."""
+        return "sglang-kernel" if self.first.startswith("0.4.") else "sgl-kernel"
+
+
+# sgl_kernel_history.md §1.2: TORCH_INSTALL in sgl-kernel/build.sh up to 0.3.20, the
+# Dockerfile's TORCH_VER block from 0.3.21.  Requires-Dist says nothing until 0.4.7.
+# Label-specific rows come first: the first matching row wins.
+KERNEL_BUILDS: tuple[KernelBuild, ...] = (
+    KernelBuild("0.3.16.post4", "0.3.18", "2.9.0", label="cu130"),
+    KernelBuild("0.2.0", "0.2.9", "2.7.1"),
+    KernelBuild("0.3.0", "0.3.16.post3", "2.8.0"),
+    KernelBuild("0.3.16.post4", "0.3.18", "2.8.0"),
+    KernelBuild("0.3.18.post1", "0.3.21", "2.9.1"),
+    KernelBuild("0.4.0", "0.4.1.post1", "2.9.1"),
+    KernelBuild("0.4.2", "0.4.6", "2.11.0"),
+    KernelBuild("0.4.6.post1", "0.4.8", "2.13.0"),
+    KernelBuild("0.4.9", "0.4.10", "2.14.1"),
+)
+
+# CUDA major of the PyPI default file (no local label), sgl_kernel_history.md §1.2:
+# cu124 up to 0.3.8, cu129 from 0.3.9 (PR #10188), cu130 from 0.4.2 (PR #24162).
+DEFAULT_CUDA_MAJOR: tuple[tuple[str, str, int], ...] = (
+    ("0.2.0", "0.3.8", 12),
+    ("0.3.9", "0.4.1.post1", 12),
+    ("0.4.2", "0.4.10", 13),
+)
+
+# Where the other CUDA variants are served (sgl_kernel_history.md §1.2, notes).
+VARIANT_INDEX = "https://docs.sglang.ai/whl/{label}/"
+
+# Breakage #7: versions whose common_ops imports cuGreenCtx* from the driver as
+# undefined dynamic symbols.  Measured on the published x86_64 wheels with
+# ``readelf --dyn-syms``: none in 0.2.5; three (cuGreenCtxCreate/Destroy/StreamCreate
+# family) in 0.2.6, 0.2.7, 0.2.8, 0.2.9, 0.3.0, 0.3.3, 0.3.5; from 0.3.6.post1 (PR
+# #9231) they live only in the optional spatial_ops extension (0.3.6.post1, 0.3.7,
+# 0.3.9, 0.3.18 checked), so common_ops loads on an old driver.
+GREEN_CTX_FIRST = "0.2.6"
+GREEN_CTX_LAST = "0.3.5"
+GREEN_CTX_FIXED = "0.3.6.post1"
+GREEN_CTX_MIN_DRIVER = 12040  # cuDriverGetVersion of CUDA 12.4; driver branch 550
+GREEN_CTX_MIN_DRIVER_BRANCH = 550
+
+# Where a GPU can find kernel images, by compute capability (sgl_kernel_history.md
+# §1.4, "Consequences").  Shown as part of a "no kernel image" remedy.
+_SM8X = ("x86_64 builds carry sm_80/sm_89; aarch64 builds have no sm_8x code"
+         " (ENABLE_BELOW_SM90 is off there)")
+ARCH_HINTS: dict[tuple[int, int], str] = {
+    (7, 5): "sm_75 was dropped in sgl-kernel 0.3.6.post1 (PR #9207); 0.3.5 and older carry it",
+    (8, 0): _SM8X,
+    (8, 6): _SM8X,
+    (8, 7): _SM8X,
+    (8, 9): _SM8X,
+    (10, 0): "PyPI builds from 0.3.9 carry sm_100a; for 0.3.8 and older use the +cu128 build"
+             " from https://docs.sglang.ai/whl/cu128/",
+    (10, 3): "only +cu130 builds (sm_103a) or sglang-kernel >= 0.4.6 (sm_100f covers 10.x)"
+             " carry code for 10.3",
+    (11, 0): "only the aarch64 CUDA-13 builds carry sm_110a",
+    (12, 0): "PyPI builds from 0.3.9 carry sm_120a; for 0.3.8 and older use the +cu128 build"
+             " from https://docs.sglang.ai/whl/cu128/",
+    (12, 1): "only the aarch64 CUDA-13 builds carry sm_121a (DGX Spark / GB10)",
+}
+
+# Shared objects a kernel library may need, by soname stem: (pip name for CUDA 12,
+# pip name for CUDA 13).  CUDA 12 packages carry a -cu12 suffix; the CUDA 13 ones
+# are versioned 13.x and install into site-packages/nvidia/cu13/lib.
+CUDA_LIB_PACKAGES: dict[str, tuple[str, str]] = {
+    "libcudart": ("nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime"),
+    "libnvrtc": ("nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvrtc"),
+    "libcublas": ("nvidia-cublas-cu12", "nvidia-cublas"),
+    "libcublasLt": ("nvidia-cublas-cu12", "nvidia-cublas"),
+    "libcufft": ("nvidia-cufft-cu12", "nvidia-cufft"),
+    "libcurand": ("nvidia-curand-cu12", "nvidia-curand"),
+    "libcusparse": ("nvidia-cusparse-cu12", "nvidia-cusparse"),
+    "libcusolver": ("nvidia-cusolver-cu12", "nvidia-cusolver"),
+    "libnvJitLink": ("nvidia-nvjitlink-cu12", "nvidia-nvjitlink"),
+    "libcupti": ("nvidia-cuda-cupti-cu12", "nvidia-cuda-cupti"),
+}
+
+# System libraries outside CUDA and torch that a kernel library needs, with the
+# package that provides them.  libnuma.so.1 is in common_ops' DT_NEEDED (0.3.18).
+SYSTEM_LIB_PACKAGES: dict[str, str] = {
+    "libnuma.so.1": "apt-get install libnuma1 (Debian/Ubuntu) or dnf install numactl-libs",
+}
+
+# Provided by torch itself: loaded by ``import torch``, which sgl_kernel does first.
+TORCH_LIB_PREFIXES = ("libtorch", "libc10", "libshm", "libcaffe2")
+
+# What ``import torch`` (a CUDA build) loads from pip's site-packages/nvidia/<lib>/lib
+# or nvidia/cu<major>/lib beyond the DT_NEEDED of its own libraries, by soname stem:
+# _load_global_deps() in torch/__init__.py, read in the published wheels.  2.8.0
+# preloads libnvrtc; 2.9.1 adds libnvJitLink; 2.13.0 preloads its whole CUDA list.
+# Each row holds from that release on (2.10-2.12 were not read: treated as 2.9).
+TORCH_PRELOADS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("2.8", frozenset({"libnvrtc"})),
+    ("2.9", frozenset({"libnvrtc", "libnvJitLink"})),
+    ("2.13", frozenset({
+        "libcublasLt", "libcublas", "libcudnn", "libnvrtc", "libcudart", "libcupti",
+        "libcufft", "libcurand", "libnvJitLink", "libcusparse", "libcusparseLt",
+        "libcusolver", "libnccl", "libnvshmem_host", "libcufile",
+    })),
+)
+
+# Always present with glibc / the compiler runtime: never reported.
+BASE_LIBS = frozenset({
+    "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
+    "libstdc++.so.6", "libgcc_s.so.1", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
+    "libutil.so.1",
+})

@@ -1,0 +1,906 @@
+"""``doctor``: version checks, the ELF/fatbin reader, the import probe and every rule.
+
+Rules are judged on hermetic environments (versions given, nothing read from this
+machine); the binary readers on bytes built here and, when nvcc is installed, on
+shared objects it compiles; the probe on a fake ``sgl_kernel`` that fails to import
+the way a torch ABI mismatch does.
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import textwrap
+import time
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sglang_shims import _doctor as doctor
+from sglang_shims._doctor import (
+    FLAG_ARCH_SPECIFIC,
+    FLAG_FAMILY,
+    BinaryFormatError,
+    Facts,
+    FatbinEntry,
+    Finding,
+    LibraryInfo,
+    classify_import_error,
+    diagnose,
+    inspect_library,
+    parse_fatbin,
+    probe_import,
+    sglang_pins,
+)
+from sglang_shims._gates import Environment
+
+LEVELS = {"ok", "info", "warn", "fail"}
+ABI_SYMBOL = "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"
+
+
+def hermetic(versions: Mapping[str, str | None] | None = None,
+             caps: list[tuple[int, int]] | None = None) -> Environment:
+    return Environment(versions=dict(versions or {}), capabilities=caps, hermetic=True)
+
+
+def facts(versions: Mapping[str, str | None] | None = None, *,
+          caps: list[tuple[int, int]] | None = None, **fields: Any) -> Facts:
+    """Facts of a hypothetical machine: only what is given exists."""
+    env = hermetic(versions, caps if caps is not None else [])
+    return Facts(env=env, **fields)
+
+
+def by_check(findings: list[Finding], check: str) -> list[Finding]:
+    return [f for f in findings if f.check == check]
+
+
+def rule(rule_id: str) -> doctor.Rule:
+    return next(r for r in doctor.RULES if r.id == rule_id)
+
+
+def verdict(rule_id: str, f: Facts) -> Finding | None:
+    return rule(rule_id).evaluate(f)
+
+
+# ------------------------------------------------------------------- acceptance
+
+
+def test_acceptance_kernel_0_3_18_with_torch_2_14_1_fails_with_remedy() -> None:
+    findings = diagnose(hermetic({"sgl-kernel": "0.3.18", "torch": "2.14.1"}))
+    [abi] = by_check(findings, "sgl-kernel-abi")
+    assert abi.level == "fail"
+    assert abi.detail == (
+        "sgl-kernel 0.3.18 was built against torch 2.8.0; torch 2.14.1 is installed: loading "
+        "it fails with an undefined-symbol error (the C++ ABI changes between torch minors)")
+    assert "pip install 'torch==2.8.0'" in abi.remedy
+    assert "pip uninstall -y sgl-kernel && pip install 'sglang-kernel==0.4.10'" in abi.remedy
+    assert all(f.level in LEVELS for f in findings)
+
+
+def test_abi_remedy_names_sglangs_own_pins() -> None:
+    requires = {"sglang": ["sgl-kernel==0.3.16.post5", "torch==2.8.0", "transformers==4.57.1"]}
+    f = facts({"sgl-kernel": "0.3.18", "torch": "2.14.1", "sglang": "0.5.5"}, requires=requires)
+    [abi] = doctor._check_abi(f)
+    assert "sglang 0.5.5 pins sgl-kernel==0.3.16.post5, torch==2.8.0" in abi.remedy
+
+
+@pytest.mark.parametrize(("kernel", "torch", "level", "built"), [
+    ({"sglang-kernel": "0.4.5"}, "2.11.0", "ok", "2.11.0"),
+    ({"sglang-kernel": "0.4.6.post1"}, "2.11.0", "fail", "2.13.0"),  # issue #36462
+    ({"sglang-kernel": "0.4.9"}, "2.14.1+cu130", "ok", "2.14.1"),
+    ({"sgl-kernel": "0.3.18+cu130"}, "2.9.0+cu130", "ok", "2.9.0"),  # label-specific build
+    ({"sgl-kernel": "0.3.18"}, "2.9.0", "fail", "2.8.0"),
+    ({"sgl-kernel": "0.3.21"}, "2.9.0", "ok", "2.9.1"),              # same minor
+    ({"sgl-kernel": "0.2.7"}, "2.7.1", "ok", "2.7.1"),
+    ({"sgl-kernel": "0.1.9"}, "2.5.1", "info", ""),                  # not in the table
+])
+def test_kernel_torch_table(kernel: dict[str, str], torch: str, level: str,
+                            built: str) -> None:
+    [abi] = doctor._check_abi(facts({**kernel, "torch": torch}))
+    assert abi.level == level
+    assert built in abi.detail
+
+
+def test_torch_minor_without_any_kernel_build() -> None:
+    [abi] = doctor._check_abi(facts({"sglang-kernel": "0.4.5", "torch": "2.12.0"}))
+    assert abi.level == "fail"
+    assert "no published kernel was built with torch 2.12" in abi.remedy
+
+
+def test_kernel_without_torch_fails() -> None:
+    [abi] = doctor._check_abi(facts({"sgl-kernel": "0.3.18"}))
+    assert abi.level == "fail" and "torch is not installed" in abi.detail
+
+
+# ------------------------------------------------------------ version findings
+
+
+def test_both_kernel_distributions_warn() -> None:
+    f = facts({"sgl-kernel": "0.3.21", "sglang-kernel": "0.4.5"}, kernel_file_version="0.4.5")
+    [kernel] = by_check(doctor._check_versions(f), "sgl-kernel")
+    assert kernel.level == "warn"
+    assert "whichever was installed last wins" in kernel.detail
+    assert "version.py says 0.4.5" in kernel.detail
+    assert f.kernel() == ("sglang-kernel", "0.4.5")
+
+
+def test_sglang_requires_python() -> None:
+    f = facts({"sglang": "0.5.23"}, requires_python={"sglang": ">=3.11"}, python="3.10.14")
+    [python] = by_check(doctor._check_versions(f), "python")
+    assert python.level == "fail" and ">=3.11" in python.detail
+
+
+def test_cpu_torch_on_gpu_machine_fails() -> None:
+    f = facts({"torch": "2.9.1+cpu"}, caps=[(9, 0)], torch_build="cpu")
+    [torch] = by_check(doctor._check_versions(f), "torch")
+    assert torch.level == "fail" and "download.pytorch.org/whl/cu128" in torch.remedy
+
+
+def test_torch_newer_than_driver_fails() -> None:
+    f = facts({"torch": "2.11.0"}, caps=[(9, 0)], torch_build="cuda", torch_cuda="13.0",
+              driver_cuda=12020, driver_version="535.86.10")
+    [torch] = by_check(doctor._check_versions(f), "torch")
+    assert torch.level == "fail" and "supports CUDA 12.2 only" in torch.detail
+    assert "whl/cu128" in torch.remedy
+    f.driver_cuda = 13000
+    assert by_check(doctor._check_versions(f), "torch")[0].level == "ok"
+
+
+def test_broken_torch_is_reported_and_gpus_still_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(_facts: Facts) -> bool:
+        raise ImportError("libtorch_cuda.so: cannot open shared object file")
+
+    monkeypatch.setattr(doctor, "_gpus_from_torch", broken)
+    monkeypatch.delenv("SGLANG_SHIMS_GPU_CAPABILITY", raising=False)
+    f = Facts(env=Environment(versions={"torch": "2.9.1"}), torch_dir=Path("/nonexistent"),
+              torch_build="cuda", torch_cuda="12.8")
+    doctor._gather_gpus(f, use_torch=True)
+    assert f.env.capabilities is not None  # nvidia-smi or "none found", never left unset
+    [torch] = by_check(doctor._check_versions(f), "torch")
+    assert torch.level == "fail" and "libtorch_cuda.so" in torch.detail
+
+
+def test_mixed_gpu_architectures_warn() -> None:
+    [gpu] = doctor._check_gpus(facts(caps=[(9, 0), (12, 0)]))
+    assert gpu.level == "warn" and "mixed architectures" in gpu.detail
+    assert "CUDA_VISIBLE_DEVICES" in gpu.remedy
+    [gpu] = doctor._check_gpus(facts(caps=[(9, 0), (9, 0)]))
+    assert gpu.level == "ok"
+
+
+def test_gpu_override_is_respected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SGLANG_SHIMS_GPU_CAPABILITY", "12.0,9.0")
+    env = Environment()
+    doctor._gather_gpus(Facts(env=env), use_torch=False)
+    assert env.capabilities == [(12, 0), (9, 0)]
+    assert env.gpu_source == "SGLANG_SHIMS_GPU_CAPABILITY"
+
+
+# --------------------------------------------------------------------- fatbin
+
+
+def fat_entry(kind: int, arch: int, flags: int = 0x11, payload: bytes = b"\x7fELF" + bytes(12),
+              header_size: int = 64) -> bytes:
+    head = struct.pack("<HHIQIIHHIIIQQQ", kind, 0x101, header_size, len(payload), 0, 0, 8, 1,
+                       arch, 0, 0, flags, 0, 0)
+    return head[:header_size] + bytes(max(0, header_size - len(head))) + payload
+
+
+def container(*entries: bytes) -> bytes:
+    body = b"".join(entries)
+    return struct.pack("<IHHQ", doctor.FATBIN_MAGIC, 1, 16, len(body)) + body
+
+
+def test_fatbin_entries_and_variants() -> None:
+    blob = container(
+        fat_entry(2, 80),
+        fat_entry(2, 90, 0x11 | FLAG_ARCH_SPECIFIC),
+        fat_entry(2, 100, 0x1000011 | FLAG_FAMILY, header_size=96),
+        fat_entry(1, 80, 0x8011),  # zstd-compressed PTX
+    )
+    entries = parse_fatbin(blob)
+    assert [e.name for e in entries] == ["sm_80", "sm_90a", "sm_100f", "compute_80"]
+    assert entries[3].compressed and not entries[0].compressed
+    assert doctor.arch_names(entries) == ["sm_80", "sm_90a", "sm_100f"]
+    assert doctor.arch_names(entries, ptx=True) == ["compute_80"]
+
+
+def test_fatbin_several_containers_with_padding() -> None:
+    blob = container(fat_entry(2, 80)) + bytes(8) + container() + container(fat_entry(2, 120))
+    assert [e.name for e in parse_fatbin(blob)] == ["sm_80", "sm_120"]
+    assert parse_fatbin(b"") == []
+    assert parse_fatbin(bytes(40)) == []  # a zero tail is padding
+
+
+@pytest.mark.parametrize("blob", [
+    b"\x01\x02\x03\x04" + bytes(20),                              # no magic
+    container(fat_entry(2, 80))[:-4],                              # truncated payload
+    struct.pack("<IHHQ", doctor.FATBIN_MAGIC, 1, 16, 4096) + bytes(64),  # container overruns
+    container(struct.pack("<HHIQ", 2, 0x101, 32, 0) + bytes(16)),  # entry header too small
+])
+def test_fatbin_garbage_raises(blob: bytes) -> None:
+    with pytest.raises(BinaryFormatError):
+        parse_fatbin(blob)
+
+
+@pytest.mark.parametrize(("name", "cap", "runs"), [
+    ("sm_80", (8, 6), True),
+    ("sm_80", (8, 9), True),
+    ("sm_86", (8, 0), False),
+    ("sm_80", (9, 0), False),
+    ("sm_90a", (9, 0), True),
+    ("sm_100a", (10, 0), True),
+    ("sm_100a", (10, 3), False),
+    ("sm_100f", (10, 3), True),
+    ("sm_100f", (12, 0), False),
+    ("sm_120a", (12, 0), True),
+    ("sm_120a", (12, 1), False),
+    ("sm_120", (12, 1), True),
+    ("compute_80", (12, 0), True),
+    ("compute_90", (8, 9), False),
+    ("compute_90a", (10, 0), False),
+])
+def test_image_runs_on(name: str, cap: tuple[int, int], runs: bool) -> None:
+    entry = doctor._entry_from_name(name)
+    assert entry is not None and entry.name == name
+    assert entry.runs_on(cap) is runs
+
+
+# ------------------------------------------------------------------------ ELF
+
+
+def make_elf(sections: list[tuple[str, int, bytes, int]], *, bits: int = 2) -> bytes:
+    """A minimal 64-bit little-endian ELF: (name, type, data, link) per section, after
+    the null section and .shstrtab (indices 0 and 1)."""
+    every = [(".shstrtab", 3, b"", 0), *sections]
+    names, name_at = b"\0", []
+    for name, *_rest in every:
+        name_at.append(len(names))
+        names += name.encode() + b"\0"
+    blobs = [names] + [data for _n, _t, data, _l in sections]
+    body, offsets = b"", []
+    for blob in blobs:
+        offsets.append(64 + len(body))
+        body += blob + bytes(-len(blob) % 8)
+    headers = bytes(64)
+    for (_name, kind, _data, link), at, offset, blob in zip(every, name_at, offsets, blobs,
+                                                           strict=True):
+        headers += struct.pack("<IIQQQQIIQQ", at, kind, 0, 0, offset, len(blob), link, 0, 8, 0)
+    ident = b"\x7fELF" + bytes([bits, 1, 1]) + bytes(9)
+    header = struct.pack("<16sHHIQQQIHHHHHH", ident, 3, 62, 1, 0, 0, 64 + len(body), 0, 64, 0, 0,
+                         64, len(every) + 1, 1)
+    return header + body + headers
+
+
+def synthetic_library(tmp_path: Path, fatbin: bytes, needed: list[str], runpath: str = "",
+                      name: str = "common_ops.abi3.so") -> Path:
+    dynstr = b"\0"
+    dynamic = b""
+    for soname in needed:
+        dynamic += struct.pack("<qQ", 1, len(dynstr))
+        dynstr += soname.encode() + b"\0"
+    if runpath:
+        dynamic += struct.pack("<qQ", 29, len(dynstr))
+        dynstr += runpath.encode() + b"\0"
+    dynamic += struct.pack("<qQ", 0, 0)
+    data = make_elf([(".dynstr", 3, dynstr, 0), (".dynamic", 6, dynamic, 2),
+                     (".nv_fatbin", 1, fatbin, 0)])
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_elf_reader_sections_needed_runpath_fatbin(tmp_path: Path) -> None:
+    fatbin = container(fat_entry(2, 80), fat_entry(2, 90, 0x11 | FLAG_ARCH_SPECIFIC))
+    path = synthetic_library(tmp_path, fatbin, ["libcudart.so.12", "libnuma.so.1"],
+                             runpath="$ORIGIN/../lib:/opt/x")
+    info = inspect_library(path)
+    assert info.sass == ["sm_80", "sm_90a"] and info.ptx == []
+    assert info.needed == ("libcudart.so.12", "libnuma.so.1")
+    assert info.search_path == (f"{tmp_path}/../lib", "/opt/x")
+    with path.open("rb") as f:
+        names = [s.name for s in doctor.elf_sections(f)]
+    assert names == ["", ".shstrtab", ".dynstr", ".dynamic", ".nv_fatbin"]
+
+
+def test_elf_reader_rejects_other_files(tmp_path: Path) -> None:
+    (tmp_path / "text.so").write_bytes(b"not an elf file at all" + bytes(64))
+    (tmp_path / "elf32.so").write_bytes(make_elf([], bits=1))
+    for name in ("text.so", "elf32.so"):
+        with pytest.raises(BinaryFormatError):
+            inspect_library(tmp_path / name)
+
+
+def nvcc_path() -> str | None:
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    default = Path("/usr/local/cuda/bin/nvcc")
+    return str(default) if default.is_file() else None
+
+
+def nvcc_compile(tmp_path: Path, *flags: str) -> Path:
+    nvcc = nvcc_path()
+    if nvcc is None:
+        pytest.skip("nvcc is not installed: cannot compile a CUDA shared object")
+    source = tmp_path / "k.cu"
+    source.write_text("__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
+                      "extern \"C\" void launch(float* x) { k<<<1, 32>>>(x); }\n")
+    out = tmp_path / "k.so"
+    proc = subprocess.run([nvcc, *flags, "-shared", "-Xcompiler", "-fPIC", str(source), "-o",
+                           str(out)], capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_nvcc_compiled_library_reports_exactly_its_gencodes(tmp_path: Path) -> None:
+    path = nvcc_compile(tmp_path, "-gencode", "arch=compute_80,code=sm_80",
+                        "-gencode", "arch=compute_90a,code=sm_90a")
+    info = inspect_library(path)
+    assert info.sass == ["sm_80", "sm_90a"]
+    assert info.ptx == []
+    assert not any(n.startswith("libcudart") for n in info.needed)  # cudart is static by default
+
+
+def test_nvcc_ptx_family_and_shared_cudart(tmp_path: Path) -> None:
+    path = nvcc_compile(tmp_path, "-cudart", "shared",
+                        "-gencode", "arch=compute_100f,code=sm_100f",
+                        "-gencode", "arch=compute_90,code=compute_90")
+    info = inspect_library(path)
+    assert info.sass == ["sm_100f"]
+    assert info.ptx == ["compute_90"]
+    assert any(n.startswith("libcudart.so.") for n in info.needed)
+
+
+# ----------------------------------------------------------------- arch coverage
+
+
+def kernel_facts(tmp_path: Path, sass: list[FatbinEntry], caps: list[tuple[int, int]],
+                 subdir: str = "sm100") -> Facts:
+    blob = container(*(fat_entry(e.kind, e.arch, e.flags | 0x11) for e in sass))
+    path = synthetic_library(tmp_path / "sgl_kernel" / subdir, blob, [])
+    f = facts({"sgl-kernel": "0.3.8"}, caps=caps, kernel_dir=tmp_path / "sgl_kernel")
+    f.libraries[subdir] = inspect_library(path)
+    return f
+
+
+def test_no_kernel_image_fails_with_triton_fallback(tmp_path: Path) -> None:
+    images = [FatbinEntry(2, 80), FatbinEntry(2, 89), FatbinEntry(2, 90),
+              FatbinEntry(2, 90, FLAG_ARCH_SPECIFIC)]
+    [arch] = doctor._check_arch(kernel_facts(tmp_path, images, [(12, 0)]))
+    assert arch.level == "fail"
+    assert arch.detail.startswith("no kernel image for sm_120 in sgl_kernel/sm100/"
+                                  "common_ops.abi3.so: it holds sm_80, sm_89, sm_90, sm_90a")
+    assert "SGLANG_SHIMS_ENABLE=sgl-kernel-triton-fallback" in arch.remedy
+    assert "+cu128" in arch.remedy
+
+
+def test_loader_picks_sm90_only_on_hopper(tmp_path: Path) -> None:
+    f = kernel_facts(tmp_path, [FatbinEntry(2, 90, FLAG_ARCH_SPECIFIC)], [(9, 0)], "sm90")
+    f.libraries["sm100"] = LibraryInfo(tmp_path / "sgl_kernel/sm100/common_ops.abi3.so",
+                                       (FatbinEntry(2, 80),), (), ())
+    assert doctor.loader_library(f, (9, 0))[0] == "sm90"  # type: ignore[index]
+    assert doctor.loader_library(f, (8, 6))[0] == "sm100"  # type: ignore[index]
+    assert doctor.loader_library(f, None)[0] == "sm100"  # type: ignore[index]
+    f.env.capabilities = [(9, 0), (8, 6), (12, 0)]
+    found = {a.detail.split()[0]: a for a in doctor._check_arch(f)}
+    assert found["sm_90"].level == "ok" and "sgl_kernel/sm90/" in found["sm_90"].detail
+    assert found["sm_86"].level == "ok" and "sgl_kernel/sm100/" in found["sm_86"].detail
+    assert found["no"].level == "fail" and "sm_120 in sgl_kernel/sm100/" in found["no"].detail
+
+
+def test_arch_without_gpu_is_information(tmp_path: Path) -> None:
+    [arch] = doctor._check_arch(kernel_facts(tmp_path, [FatbinEntry(2, 80)], []))
+    assert arch.level == "info" and "sm_80; no PTX" in arch.detail
+
+
+def test_ptx_covers_newer_gpu(tmp_path: Path) -> None:
+    [arch] = doctor._check_arch(kernel_facts(tmp_path, [FatbinEntry(1, 80)], [(12, 0)]))
+    assert arch.level == "ok" and "PTX compute_80" in arch.detail
+
+
+# -------------------------------------------------------------- CUDA libraries
+
+
+def lib_facts(tmp_path: Path, needed: list[str], torch: str = "2.9.1", **fields: Any) -> Facts:
+    path = synthetic_library(tmp_path / "site" / "sgl_kernel" / "sm100", container(), needed)
+    f = facts({"sgl-kernel": "0.3.21", "torch": torch}, kernel_dir=tmp_path / "site/sgl_kernel",
+              torch_dir=tmp_path / "torch", torch_build="cuda", **fields)
+    f.libraries["sm100"] = inspect_library(path)
+    return f
+
+
+def test_missing_cuda_library_fails_with_pip_remedy(tmp_path: Path) -> None:
+    other = tmp_path / "cu13"
+    other.mkdir()
+    (other / "libcudart.so.13").touch()
+    f = lib_facts(tmp_path, ["libc.so.6", "libcudart.so.12", "libnvrtc.so.12"], lib_dirs=[other])
+    [libs] = doctor._check_libs(f)
+    assert libs.level == "fail"
+    assert "libcudart.so.12 (only libcudart.so.13 found), libnvrtc.so.12" in libs.detail
+    assert "pip install nvidia-cuda-runtime-cu12 nvidia-cuda-nvrtc-cu12" in libs.remedy
+
+
+def test_library_states(tmp_path: Path) -> None:
+    loader, pip = tmp_path / "loader", tmp_path / "pip" / "nvidia" / "cuda_nvrtc" / "lib"
+    for folder, name in ((loader, "libcudart.so.12"), (pip, "libnvrtc.so.12"),
+                         (pip, "libcublas.so.12"), (tmp_path / "torch" / "lib", "libc10.so")):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).touch()
+    needed = ["libcudart.so.12", "libnvrtc.so.12", "libcublas.so.12", "libc10.so"]
+    # torch 2.7 neither links nor preloads nvrtc: pip's copy is off the loader's path
+    f = lib_facts(tmp_path, needed, torch="2.7.1", lib_dirs=[loader], pip_lib_dirs=[pip],
+                  torch_needed=frozenset({"libcublas.so.12"}))
+    findings = doctor._check_libs(f)
+    assert [x.level for x in findings] == ["warn"]
+    assert "libnvrtc.so.12" in findings[0].detail and "libcublas" not in findings[0].detail
+    assert findings[0].remedy == f"export LD_LIBRARY_PATH={pip}:$LD_LIBRARY_PATH"
+    # torch 2.9 preloads nvrtc from pip's nvidia folder (torch/__init__.py _load_global_deps)
+    f = lib_facts(tmp_path, needed, torch="2.9.1", lib_dirs=[loader], pip_lib_dirs=[pip],
+                  torch_needed=frozenset({"libcublas.so.12"}))
+    [ok] = doctor._check_libs(f)
+    assert ok.level == "ok" and "libnvrtc.so.12 (via import torch)" in ok.detail
+    assert "libcublas.so.12 (via import torch)" in ok.detail
+
+
+# ------------------------------------------------------------------- import probe
+
+
+def fake_kernel(root: Path, message: str) -> Path:
+    package = root / "sgl_kernel"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(f"raise ImportError({message!r})\n")
+    return root
+
+
+def test_probe_classifies_torch_abi_mismatch(tmp_path: Path) -> None:
+    where = fake_kernel(tmp_path, "/site-packages/sgl_kernel/sm100/common_ops.abi3.so: "
+                                  f"undefined symbol: {ABI_SYMBOL}")
+    ok, output = probe_import(where, timeout=60)
+    assert ok is False and ABI_SYMBOL in output
+    failure = classify_import_error(output)
+    assert failure.kind == "torch-abi" and failure.symbol == ABI_SYMBOL
+    assert "this is a torch ABI mismatch, not a missing GPU arch" in failure.summary
+    if shutil.which("c++filt"):
+        assert failure.demangled.startswith("c10::cuda::c10_cuda_check_implementation(")
+
+
+def test_diagnose_runs_the_probe_on_the_installed_kernel(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    where = fake_kernel(tmp_path, "common_ops.abi3.so: undefined symbol: " + ABI_SYMBOL)
+    monkeypatch.syspath_prepend(str(where))
+    env = Environment(versions={"sgl-kernel": "0.3.18", "torch": "2.14.1"}, capabilities=[])
+    findings = diagnose(env, probe_import=True, use_torch=False)
+    [probe] = by_check(findings, "sgl-kernel-import")
+    assert probe.level == "fail"
+    assert "this is a torch ABI mismatch, not a missing GPU arch" in probe.detail
+    assert "pip install 'torch==2.8.0'" in probe.remedy
+    [abi] = by_check(findings, "sgl-kernel-abi")
+    assert abi.level == "fail"
+
+
+def test_probe_succeeds_and_times_out(tmp_path: Path) -> None:
+    good = tmp_path / "good"
+    (good / "sgl_kernel").mkdir(parents=True)
+    (good / "sgl_kernel" / "__init__.py").write_text("")
+    assert probe_import(good)[0] is True
+    slow = tmp_path / "slow"
+    (slow / "sgl_kernel").mkdir(parents=True)
+    (slow / "sgl_kernel" / "__init__.py").write_text("import time\ntime.sleep(30)\n")
+    assert probe_import(slow, timeout=1)[0] is None
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("ImportError: x.so: undefined symbol: _ZN5torch3jit17parseSchemaOrNameERKSsb", "torch-abi"),
+    ("ImportError: x.so: undefined symbol: _ZNK3c106SymInt6sym_neERKS0_", "torch-abi"),
+    ("ImportError: common_ops.abi3.so: undefined symbol: cuGreenCtxDestroy", "driver-too-old"),
+    ("ImportError: libnvrtc.so.12: cannot open shared object file: No such file or directory",
+     "cuda-runtime"),
+    ("ImportError: libnuma.so.1: cannot open shared object file: No such file", "library-missing"),
+    ("RuntimeError: Could not find CUDA lib directory.", "cuda-lib-dir"),
+    ("RuntimeError: RMSNorm failed with error code no kernel image is available for execution",
+     "no-kernel-image"),
+    ("ModuleNotFoundError: No module named 'sgl_kernel'", "not-installed"),
+    ("ModuleNotFoundError: No module named 'torch'", "dependency-missing"),
+    ("ValueError: something else entirely", "unknown"),
+])
+def test_import_error_classification(text: str, kind: str) -> None:
+    assert classify_import_error(text).kind == kind
+
+
+def test_pre_cxx11_abi_is_named() -> None:
+    if not shutil.which("c++filt"):
+        pytest.skip("c++filt is not installed")
+    failure = classify_import_error("undefined symbol: _ZN5torch3jit17parseSchemaOrNameERKSsb")
+    assert "pre-C++11" in failure.summary
+
+
+def test_driver_failure_remedy() -> None:
+    f = facts({"sgl-kernel": "0.2.7"})
+    finding = doctor.import_failure_finding(f, classify_import_error(
+        "undefined symbol: cuGreenCtxStreamCreate"))
+    assert finding.level == "fail" and "0.3.6.post1" in finding.remedy
+
+
+# ------------------------------------------------------------------ sglang pins
+
+OLD_STYLE = [  # sglang 0.4.9.post2 METADATA, abridged
+    'python-multipart; extra == "runtime-common"',
+    'transformers==4.53.0; extra == "runtime-common"',
+    'sglang[runtime_common]; extra == "srt"',
+    'sgl-kernel==0.2.5; extra == "srt"',
+    'torch==2.7.1; extra == "srt"',
+    'flashinfer_python==0.2.7.post1; extra == "srt"',
+    'sglang[runtime_common]; extra == "blackwell"',
+    'torch==2.7.1; extra == "blackwell"',
+    'vllm==0.6.7.dev2; extra == "srt-hip"',
+]
+NEW_STYLE = [  # sglang 0.5.4.post1 METADATA, abridged
+    "flashinfer_python==0.4.1", "sgl-kernel==0.3.16.post4", "torch==2.8.0",
+    "transformers==4.57.1", 'torch==2.9.0; extra == "cu130"',
+]
+
+
+def test_pins_follow_the_srt_extra() -> None:
+    pins = {(p.dist, p.spec, p.default) for p in sglang_pins(OLD_STYLE)}
+    assert ("transformers", "==4.53.0", True) in pins
+    assert ("sgl-kernel", "==0.2.5", True) in pins
+    assert ("flashinfer-python", "==0.2.7.post1", True) in pins
+    assert ("torch", "==2.7.1", False) in pins  # blackwell's copy is an alternative
+
+
+def test_pin_mismatch_warns_and_alternative_extra_informs() -> None:
+    base = {"sglang": "0.5.4.post1", "flashinfer-python": "0.4.1", "transformers": "4.57.1"}
+    f = facts({**base, "sgl-kernel": "0.3.16.post4", "torch": "2.9.0+cu130"},
+              requires={"sglang": NEW_STYLE})
+    levels = {x.level: x for x in doctor._check_pins(f)}
+    assert set(levels) == {"ok", "info"}
+    assert "[cu130]" in levels["info"].detail
+    f = facts({**base, "sglang-kernel": "0.4.5", "torch": "2.8.0"}, requires={"sglang": NEW_STYLE})
+    [warn] = [x for x in doctor._check_pins(f) if x.level == "warn"]
+    assert "pins sgl-kernel==0.3.16.post4; sglang-kernel 0.4.5 is installed" in warn.detail
+    assert warn.remedy.startswith("pip uninstall -y sglang-kernel && pip install "
+                                  "'sgl-kernel==0.3.16.post4'")
+
+
+def test_pinned_but_missing_warns() -> None:
+    f = facts({"sglang": "0.5.4.post1", "torch": "2.8.0"}, requires={"sglang": NEW_STYLE})
+    missing = [x.detail for x in doctor._check_pins(f) if x.level == "warn"]
+    assert any("requires transformers==4.57.1; it is not installed" in d for d in missing)
+
+
+def test_pins_in_real_sglang_wheels() -> None:
+    """Every cached sglang wheel from 0.4.6 on pins torch and a kernel, under some extra."""
+    from sglang_shims.testing import wheels
+
+    checked = 0
+    for version in ("0.4.6.post1", "0.4.9.post2", "0.5.1", "0.5.5", "0.5.9", "0.5.10rc0"):
+        wheel = wheels.find_cached("sglang", version)
+        if wheel is None:
+            continue
+        with zipfile.ZipFile(wheel) as archive:
+            meta = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            text = archive.read(meta).decode()
+        lines = [ln.split(": ", 1)[1] for ln in text.splitlines()
+                 if ln.startswith("Requires-Dist: ")]
+        default = {p.dist for p in sglang_pins(lines) if p.default}
+        assert "torch" in default, version
+        assert default & {"sgl-kernel", "sglang-kernel"}, version
+        checked += 1
+    if not checked:
+        pytest.skip("no sglang wheel in the cache (see sglang_shims.testing.wheels)")
+
+
+def test_kernel_table_agrees_with_every_cached_sglang_release() -> None:
+    """sglang pins a kernel and a torch together; the table must call that pair ok."""
+    from sglang_shims.testing import wheels
+
+    checked = 0
+    for wheel in sorted(wheels.cache_dir().glob("sglang-*.whl")):
+        with zipfile.ZipFile(wheel) as archive:
+            meta = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            text = archive.read(meta).decode()
+        lines = [ln.split(": ", 1)[1] for ln in text.splitlines()
+                 if ln.startswith("Requires-Dist: ")]
+        pins = {p.dist: p.spec for p in sglang_pins(lines) if p.default}
+        kernel = next(((d, pins[d]) for d in ("sgl-kernel", "sglang-kernel") if d in pins), None)
+        if kernel is None or "torch" not in pins or not kernel[1].startswith("=="):
+            continue
+        versions = {kernel[0]: kernel[1][2:], "torch": pins["torch"].lstrip("=")}
+        [abi] = doctor._check_abi(facts(versions))
+        assert abi.level in ("ok", "info"), (wheel.name, abi.detail)
+        checked += abi.level == "ok"
+    if not checked:
+        pytest.skip("no sglang wheel with a tabled kernel pin in the cache")
+
+
+# ------------------------------------------------------------------------ rules
+
+
+def test_rule_table_is_well_formed() -> None:
+    ids = [r.id for r in doctor.RULES]
+    assert len(ids) == len(set(ids))
+    for r in doctor.RULES:
+        assert r.url.startswith("https://github.com/") and r.trigger
+        assert r.evaluate(facts()) is None, r.id  # nothing installed: nothing fires
+
+
+def test_fused_marlin_moe() -> None:
+    bad = {"sglang": "0.5.1", "sgl-kernel": "0.3.18"}
+    found = verdict("sgl-kernel-missing-fused-marlin-moe", facts(bad))
+    assert found is not None and found.level == "warn"
+    assert "breakage #1" in found.detail and "issues/8654" in found.detail
+    off = facts(bad, environ={"SGLANG_SHIMS_DISABLE": "sgl-kernel-fused-marlin-moe"})
+    assert verdict("sgl-kernel-missing-fused-marlin-moe", off).level == "fail"  # type: ignore[union-attr]
+    assert verdict("sgl-kernel-missing-fused-marlin-moe",
+                   facts({"sglang": "0.5.6", "sgl-kernel": "0.3.18"})) is None
+    assert verdict("sgl-kernel-missing-fused-marlin-moe",
+                   facts({"sglang": "0.5.1", "sgl-kernel": "0.3.17.post2"})) is None
+
+
+def test_dist_renamed() -> None:
+    requires = {"sglang": ["sgl-kernel==0.3.21"]}
+    f = facts({"sglang": "0.5.9", "sglang-kernel": "0.4.1"}, requires=requires)
+    found = verdict("sgl-kernel-dist-renamed", f)
+    assert found is not None and found.level == "warn"
+    assert "pip uninstall -y sglang-kernel && pip install 'sgl-kernel==0.3.21'" in found.remedy
+    f.environ = {"SGLANG_SHIMS": "0"}
+    assert verdict("sgl-kernel-dist-renamed", f).level == "fail"  # type: ignore[union-attr]
+    assert verdict("sgl-kernel-dist-renamed",
+                   facts({"sglang": "0.5.10", "sglang-kernel": "0.4.1"})) is None
+    assert verdict("sgl-kernel-dist-renamed", facts(
+        {"sglang": "0.5.9", "sglang-kernel": "0.4.1", "sgl-kernel": "0.3.21"})) is None
+
+
+def test_kernel_not_installed() -> None:
+    f = facts({"sglang": "0.5.5"}, requires={"sglang": ["sgl-kernel==0.3.16.post5"]},
+              torch_build="cuda")
+    found = verdict("sgl-kernel-not-installed", f)
+    assert found is not None and found.level == "fail"
+    assert found.remedy == "pip install 'sgl-kernel==0.3.16.post5'"
+    assert verdict("sgl-kernel-not-installed", facts({"sglang": "0.4.2"})) is None
+
+
+def test_cuda_major_variant() -> None:
+    f = facts({"sgl-kernel": "0.3.21", "torch": "2.9.1+cu130"}, torch_cuda="13.0",
+              torch_build="cuda")
+    found = verdict("sgl-kernel-cuda-major-variant", f)
+    assert found is not None and found.level == "warn"
+    assert "--index-url https://docs.sglang.ai/whl/cu130/" in found.remedy
+    f = facts({"sgl-kernel": "0.3.18+cu130", "torch": "2.9.0+cu130"}, torch_cuda="13.0",
+              torch_build="cuda")
+    assert verdict("sgl-kernel-cuda-major-variant", f) is None
+    f.libraries["sm100"] = LibraryInfo(Path("x.so"), (), ("libcudart.so.12",), ())
+    found = verdict("sgl-kernel-cuda-major-variant", f)
+    assert found is not None and "links libcudart.so.12" in found.detail
+
+
+def test_green_ctx_driver() -> None:
+    found = verdict("sgl-kernel-green-ctx-driver",
+                    facts({"sgl-kernel": "0.2.7"}, driver_cuda=12020))
+    assert found is not None and found.level == "fail" and "CUDA 12.2" in found.detail
+    found = verdict("sgl-kernel-green-ctx-driver",
+                    facts({"sgl-kernel": "0.2.7"}, driver_version="535.86.10"))
+    assert found is not None
+    cases: tuple[tuple[dict[str, str], dict[str, Any]], ...] = (
+        ({"sgl-kernel": "0.2.7"}, {"driver_cuda": 12040}),
+        ({"sgl-kernel": "0.3.6.post1"}, {"driver_cuda": 12020}),
+        ({"sgl-kernel": "0.2.5"}, {"driver_cuda": 12020}),
+        ({"sgl-kernel": "0.2.7"}, {}))
+    for versions, fields in cases:
+        assert verdict("sgl-kernel-green-ctx-driver", facts(versions, **fields)) is None
+
+
+def test_cudart_preload() -> None:
+    base: dict[str, Any] = {"torch_build": "cuda", "cuda_home": "/usr/local/cuda",
+                            "cuda_home_from": "the default"}
+    found = verdict("sgl-kernel-cudart-preload",
+                    facts({"sgl-kernel": "0.3.16"}, cuda_home_has_libdir=False, **base))
+    assert found is not None and found.level == "fail" and "0.3.18.post3" in found.remedy
+    assert verdict("sgl-kernel-cudart-preload",
+                   facts({"sgl-kernel": "0.3.16"}, cuda_home_has_libdir=True, **base)) is None
+    assert verdict("sgl-kernel-cudart-preload",
+                   facts({"sgl-kernel": "0.3.18.post3"}, cuda_home_has_libdir=False,
+                         **base)) is None
+
+
+def test_torch_triton_pair() -> None:
+    requires = {"torch": ["triton==3.4.0", 'pytorch-triton-rocm==3.4.0; platform_system == "Nope"']}
+    found = verdict("torch-triton-pair-mismatch",
+                    facts({"torch": "2.8.0", "triton": "3.5.1", "pytorch-triton-rocm": "1.0"},
+                          requires=requires))
+    assert found is not None and found.level == "warn"
+    assert found.remedy == "pip install 'triton==3.4.0'"
+    assert verdict("torch-triton-pair-mismatch",
+                   facts({"torch": "2.8.0", "triton": "3.4.0"}, requires=requires)) is None
+
+
+def test_triton_cache_symbols() -> None:
+    found = verdict("triton-cache-symbols-removed", facts({"sglang": "0.4.9", "triton": "3.4.0"}))
+    assert found is not None and found.level == "fail" and "pull/7832" in found.detail
+    assert verdict("triton-cache-symbols-removed",
+                   facts({"sglang": "0.4.9.post1", "triton": "3.4.0"})) is None
+    assert verdict("triton-cache-symbols-removed",
+                   facts({"sglang": "0.4.9", "triton": "3.3.1"})) is None
+
+
+@pytest.mark.parametrize(("cap", "triton", "env", "level"), [
+    ((12, 1), "3.5.1", {}, "fail"),
+    ((10, 3), "3.4.0", {}, "fail"),
+    ((12, 1), "3.6.0", {}, None),
+    ((11, 0), "3.6.0", {}, "fail"),
+    ((12, 1), "3.5.1", {"TRITON_PTXAS_PATH": "/usr/local/cuda/bin/ptxas"}, None),
+    ((12, 0), "3.2.0", {}, "warn"),
+    ((12, 0), "3.4.0", {}, None),
+    ((9, 0), "3.1.0", {}, None),
+])
+def test_ptxas_blackwell(cap: tuple[int, int], triton: str, env: dict[str, str],
+                         level: str | None) -> None:
+    found = verdict("triton-ptxas-too-old-blackwell",
+                    facts({"triton": triton}, caps=[cap], environ=env))
+    assert (found.level if found else None) == level
+
+
+def test_torch_lacks_arch() -> None:
+    old = facts({"torch": "2.6.0+cu124"}, caps=[(12, 0)], torch_cuda="12.4", torch_build="cuda")
+    found = verdict("torch-wheel-lacks-sm120", old)
+    assert found is not None and found.level == "fail" and "cu128" in found.remedy
+    listed = facts({"torch": "2.9.1"}, caps=[(12, 0)], torch_cuda="12.8", torch_build="cuda",
+                   torch_arch_list=["sm_80", "sm_90", "sm_100", "sm_120"])
+    assert verdict("torch-wheel-lacks-sm120", listed) is None
+    listed.torch_arch_list = ["sm_50", "sm_80", "sm_90"]
+    assert verdict("torch-wheel-lacks-sm120", listed) is not None
+
+
+def test_config_register_collision() -> None:
+    found = verdict("tf-config-register-collision",
+                    facts({"sglang": "0.4.4", "transformers": "4.49.0"}))
+    assert found is not None and "Qwen2_5_VLConfig" in found.detail
+    found = verdict("tf-config-register-collision",
+                    facts({"sglang": "0.5.19", "transformers": "5.13.0"}))
+    assert found is not None and "qwen3_asr" in found.detail
+    for sglang, tf in (("0.4.4.post2", "4.50.0"), ("0.5.20", "5.13.0"), ("0.5.19", "5.12.1")):
+        assert verdict("tf-config-register-collision",
+                       facts({"sglang": sglang, "transformers": tf})) is None
+
+
+def test_rope_theta_silent_wrong_output() -> None:
+    found = verdict("tf5-rope-theta-moved", facts({"sglang": "0.5.6", "transformers": "5.0.0"},
+                                                  requires={"sglang": ["transformers==4.57.1"]}))
+    assert found is not None and found.level == "fail"
+    assert "silently" in found.detail and "pull/14745" in found.detail
+    assert found.remedy.startswith("pip install 'transformers==4.57.1'")
+    own_pin = facts({"sglang": "0.5.6.post1", "transformers": "5.0.0rc0"},
+                    requires={"sglang": ["transformers==5.0.0rc0"]})
+    assert "transformers==4.57.1" in verdict("tf5-rope-theta-moved", own_pin).remedy  # type: ignore[union-attr]
+    for sglang, tf in (("0.5.10rc0", "5.3.0"), ("0.5.9", "4.57.1")):
+        assert verdict("tf5-rope-theta-moved",
+                       facts({"sglang": sglang, "transformers": tf})) is None
+
+
+def test_kernels_hub_revision() -> None:
+    found = verdict("tf-kernels-hub-revision", facts({"kernels": "0.15.1",
+                                                      "transformers": "5.8.1"}))
+    assert found is not None and found.remedy.startswith("pip install 'kernels<0.15'")
+    for kernels, tf in (("0.14.1", "5.8.1"), ("0.15.2", "5.9.0"), ("0.15.2", "5.5.4")):
+        assert verdict("tf-kernels-hub-revision",
+                       facts({"kernels": kernels, "transformers": tf})) is None
+
+
+def test_alloc_conf() -> None:
+    new, old = "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"
+    seg = "expandable_segments:True"
+    differ = verdict("alloc-conf-env-rename",
+                     facts({"torch": "2.10.0"}, environ={new: seg, old: "x"}))
+    assert differ is not None and differ.level == "warn"
+    only_new = verdict("alloc-conf-env-rename", facts({"torch": "2.9.1"}, environ={new: seg}))
+    assert only_new is not None and f"export {old}=" in only_new.remedy
+    assert verdict("alloc-conf-env-rename", facts({"torch": "2.10.0"}, environ={new: seg})) is None
+    assert verdict("alloc-conf-env-rename", facts({"torch": "2.9.1"}, environ={old: seg})) is None
+
+
+def test_memory_saver_vs_expandable() -> None:
+    env = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    assert verdict("memory-saver-vs-expandable",
+                   facts({"torch-memory-saver": "0.0.8"}, environ=env)) is not None
+    assert verdict("memory-saver-vs-expandable", facts({}, environ=env)) is None
+
+
+def test_flashinfer_mismatch_never_suggests_bypass() -> None:
+    f = facts({"flashinfer-python": "0.6.10", "flashinfer-cubin": "0.6.8.post1",
+               "flashinfer-jit-cache": "0.6.10+cu130"}, torch_cuda="13.0")
+    found = verdict("flashinfer-cubin-jitcache-mismatch", f)
+    assert found is not None and found.level == "fail"
+    assert "flashinfer-cubin 0.6.8.post1" in found.detail
+    assert "jit-cache" not in found.detail  # same public version: not a mismatch
+    assert "pip install 'flashinfer-cubin==0.6.10'" in found.remedy
+    assert "FLASHINFER_DISABLE_VERSION_CHECK" not in found.remedy
+    f = facts({"flashinfer-python": "0.6.10", "flashinfer-jit-cache": "0.6.9+cu129"})
+    found = verdict("flashinfer-cubin-jitcache-mismatch", f)
+    assert found is not None and "--index-url https://flashinfer.ai/whl/cu" in found.remedy
+
+
+def test_flashinfer_version_check_disabled() -> None:
+    found = verdict("flashinfer-version-check-disabled",
+                    facts(environ={"FLASHINFER_DISABLE_VERSION_CHECK": "1"}))
+    assert found is not None and found.level == "warn" and "breakage #11" in found.detail
+    assert verdict("flashinfer-version-check-disabled",
+                   facts(environ={"FLASHINFER_DISABLE_VERSION_CHECK": "0"})) is None
+
+
+def test_flashinfer_nvcc() -> None:
+    base = {"flashinfer-python": "0.6.3"}
+    assert verdict("flashinfer-sm120-nvcc128", facts(base, caps=[(12, 0)], nvcc="/x/nvcc",
+                                                     nvcc_version="12.8")) is not None
+    assert verdict("flashinfer-sm120-nvcc128", facts(base, caps=[(12, 0)],
+                                                     nvcc_version="12.9")) is None
+    assert verdict("flashinfer-sm120-nvcc128", facts(base, caps=[(9, 0)],
+                                                     nvcc_version="12.8")) is None
+
+
+def test_every_rule_finding_cites_its_source() -> None:
+    f = facts({"sglang": "0.4.9", "triton": "3.4.0", "kernels": "0.15.1",
+               "transformers": "5.8.1"})
+    findings = doctor._check_rules(f)
+    assert {x.check for x in findings} >= {"triton-cache-symbols-removed",
+                                            "tf-kernels-hub-revision", "tf5-rope-theta-moved"}
+    for x in findings:
+        assert "[breakage #" in x.detail and "https://" in x.detail and x.remedy
+
+
+# --------------------------------------------------------------- robustness
+
+
+def test_diagnose_on_this_machine_is_quick_and_never_raises() -> None:
+    # Measured on an H200 with torch 2.11: 4.2 s, of which 3.2 s is `import torch`
+    # (for the GPU query); 0.1 s with use_torch=False.  Without a GPU: 0.1 s.
+    for use_torch, limit in ((False, 3.0), (True, 8.0)):
+        start = time.monotonic()
+        findings = diagnose(use_torch=use_torch)
+        took = time.monotonic() - start
+        assert took < limit, f"diagnose(use_torch={use_torch}) took {took:.1f} s"
+        assert findings and all(isinstance(f, Finding) and f.level in LEVELS for f in findings)
+        assert {"python", "sglang", "sgl-kernel", "torch", "gpu"} <= {f.check for f in findings}
+
+
+def test_a_failing_check_becomes_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(_facts: Facts) -> list[Finding]:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(doctor, "_check_gpus", broken)
+    monkeypatch.setattr(doctor, "RULES", (doctor.Rule("x", 1, "https://github.com/x", "t",
+                                                      broken),))  # type: ignore[arg-type]
+    findings = diagnose(hermetic({"sglang": "0.5.1"}))
+    [gpu] = by_check(findings, "gpu")
+    assert gpu.level == "warn" and "this check itself failed (RuntimeError: boom)" in gpu.detail
+    assert by_check(findings, "x")[0].level == "warn"
+    assert by_check(findings, "sglang")[0].level == "ok"
+
+
+def test_gather_failure_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_args: object, **_kwargs: object) -> Facts:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(doctor, "gather", broken)
+    [finding] = diagnose()
+    assert finding.level == "warn" and "disk on fire" in finding.detail
+    monkeypatch.undo()
+    monkeypatch.setattr(doctor, "_gather_lib_dirs", broken)
+    findings = diagnose(probe_import=False)
+    assert any(f.check == "doctor" and "library search path" in f.detail for f in findings)
+
+
+def test_torch_version_file_is_read_without_import() -> None:
+    source = textwrap.dedent("""\
+        from typing import Optional
+        __version__ = '2.9.1+cu128'
+        cuda: Optional[str] = '12.8'
+        hip: Optional[str] = None
+    """)
+    assert doctor._assigned(source, "cuda") == "12.8"
+    assert doctor._assigned(source, "hip") is None
