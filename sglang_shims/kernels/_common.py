@@ -9,6 +9,10 @@ it is called.  The pick costs an attribute read and one dictionary lookup.
 tensors through the Triton kernels too; the tests use it to check the kernels'
 arithmetic on a machine without a GPU.  Triton reads that variable when a kernel is
 defined, so it must be set before the first kernel is used in the process.
+
+``SGLANG_SHIMS_KERNEL_BACKEND=torch`` forces the plain-PyTorch path everywhere (to
+rule the Triton kernels in or out when chasing a wrong result); unset or ``auto``
+means the choice above.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ def interpret_mode() -> bool:
 
 def use_triton(t: torch.Tensor) -> bool:
     """Triton for CUDA tensors (or anything under the interpreter); else plain torch."""
+    if os.environ.get("SGLANG_SHIMS_KERNEL_BACKEND", "").strip().lower() == "torch":
+        return False
     return (t.is_cuda or interpret_mode()) and triton_available()
 
 
@@ -70,8 +76,8 @@ def rows_2d(t: torch.Tensor, width: int) -> torch.Tensor | None:
 
 def same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
     """True when ``a`` and ``b`` are the same view of the same storage."""
-    return (a.data_ptr() == b.data_ptr() and a.shape == b.shape
-            and a.stride() == b.stride())
+    return bool(a.data_ptr() == b.data_ptr() and a.shape == b.shape
+                and a.stride() == b.stride())
 
 
 def num_warps_for(elements: int, per_thread: int = 8, cap: int = 16) -> int:

@@ -21,17 +21,19 @@ import pytest
 
 @pytest.fixture(scope="session")
 def standin_kernel(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
-    """Factory: ``standin_kernel(version, name=None, drop=(), add=())`` -> folder."""
+    """Factory: ``standin_kernel(version, name=None, drop=(), add=(), torch_ops=())`` ->
+    folder (see :func:`sglang_shims.testing.standin.build`)."""
     from . import standin
 
     made: dict[tuple[object, ...], Path] = {}
 
     def make(version: str, name: str | None = None, drop: tuple[str, ...] = (),
-             add: tuple[str, ...] = ()) -> Path:
-        key = (version, name, drop, add)
+             add: tuple[str, ...] = (), torch_ops: tuple[str, ...] = ()) -> Path:
+        key = (version, name, drop, add, torch_ops)
         if key not in made:
             dest = tmp_path_factory.mktemp(f"sgl_kernel-{version}")
-            made[key] = standin.build(version, dest, name=name, drop=drop, add=add)
+            made[key] = standin.build(version, dest, name=name, drop=drop, add=add,
+                                      torch_ops=torch_ops)
         return made[key]
 
     return make

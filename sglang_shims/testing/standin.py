@@ -149,13 +149,34 @@ def _metadata(name: str, version: str) -> str:
            "Summary: sglang-shims test stand-in (export surface only)\n"
 
 
+_TORCH_OPS = '''
+# sglang >= 0.5.x registers fake (meta) kernels for sgl_kernel torch ops at import;
+# registering a fake needs the op to exist.  The real .so defines the ops; the stand-in
+# defines one per exported function with a catch-all schema (never executed).
+try:
+    import torch as _torch
+except ImportError:
+    _torch = None
+if _torch is not None:
+    _lib = _torch.library.Library("sgl_kernel", "FRAGMENT")
+    for _name in _OP_NAMES:
+        try:
+            _lib.define(_name + "(Tensor[] args) -> ()")
+        except RuntimeError:
+            pass
+'''
+
+
 def build(version: str, dest: Path, *, name: str | None = None,
-          drop: tuple[str, ...] = (), add: tuple[str, ...] = ()) -> Path:
+          drop: tuple[str, ...] = (), add: tuple[str, ...] = (),
+          torch_ops: tuple[str, ...] = ()) -> Path:
     """Write a stand-in ``sgl_kernel`` of ``version`` into ``dest`` and return ``dest``.
 
     ``dest`` then works as a ``PYTHONPATH`` entry or a ``--target`` directory.
     ``name`` overrides the distribution name; ``drop``/``add`` edit the top-level
-    export list (e.g. a kernel that re-exports a removed symbol).
+    export list (e.g. a kernel that re-exports a removed symbol).  When torch is
+    importable, an ``sgl_kernel::<name>`` torch op is defined for every exported
+    function and every name in ``torch_ops`` (ops with no Python export).
     """
     exports, submodules = surface(version)
     exports = [e for e in exports if e not in drop] + [a for a in add if a not in exports]
@@ -176,6 +197,10 @@ def build(version: str, dest: Path, *, name: str | None = None,
         if sub in submodules:
             init += f"from sgl_kernel.{sub} import *  # noqa\n"
     init += "common_ops = _StubClass()\n" if "common_ops" not in exports else ""
+    op_names = sorted({n for n in [*exports, *torch_ops]
+                       if n.isidentifier() and not n.startswith("_") and n[0].islower()
+                       and n not in _NOT_EXPORTS} | set(torch_ops))
+    init += f"_OP_NAMES = {op_names!r}\n" + _TORCH_OPS
     write("sgl_kernel/__init__.py", init)
     for sub, names in sorted(submodules.items()):
         parts = sub.split(".")
@@ -197,3 +222,18 @@ def build(version: str, dest: Path, *, name: str | None = None,
     record = "".join(f"{f},,\n" for f in [*files, f"{info}/RECORD"])
     (dest / info / "RECORD").write_text(record, encoding="utf-8")
     return dest
+
+
+_OP_RE = re.compile(r"""(?:register_fake\w*|register_custom_op\w*)\(\s*["']sgl_kernel::(\w+)""")
+
+
+def ops_faked_by(sglang_root: Path) -> tuple[str, ...]:
+    """The ``sgl_kernel::`` ops a sglang release registers fake kernels for at import.
+
+    Those ops must exist before sglang is imported (the real kernel's .so defines them),
+    so a stand-in built for that release passes them as ``torch_ops``.
+    """
+    names: set[str] = set()
+    for path in (sglang_root / "sglang").rglob("*.py"):
+        names.update(_OP_RE.findall(path.read_text(encoding="utf-8", errors="replace")))
+    return tuple(sorted(names))

@@ -1,0 +1,410 @@
+"""The Triton fallback kernels (``sglang_shims.kernels``) against PyTorch eager, on a GPU.
+
+For each op at decode sizes (1, 8, 32 tokens) and prefill sizes (4096, 16384 tokens),
+hidden 4096 and 8192 (MoE gating: 128 experts, top-8), this times our op and the
+plain-PyTorch code sglang runs when it has no kernel (its ``forward_native``), both
+replayed from CUDA graphs (``triton.testing.do_bench_cudagraph``: GPU time without
+Python launch overhead, as sglang's decode runs).  In the same run it measures the
+device's copy bandwidth (``dst.copy_(src)`` on 2 GiB) and counts the GPU kernels each
+op launches (``torch.profiler``; one per op is the goal).
+
+"bytes" is what the op must move at least (every input read once, every output
+written once).  "% copy" compares our GB/s with the measured copy bandwidth; it means
+something only where the working set is well beyond the L2 cache (rows marked
+``L2``: the data fits in L2, so the figure can exceed 100%).
+
+    python benchmarks/kernels.py            # the table
+    python benchmarks/kernels.py --check    # correctness against float64 first, then the table
+    python benchmarks/kernels.py --check --no-bench
+    python benchmarks/kernels.py --ops rmsnorm,topk_softmax
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch
+import torch.nn.functional as F
+
+from sglang_shims import kernels as K
+
+DECODE = (1, 8, 32)
+PREFILL = (4096, 16384)
+HIDDEN = (4096, 8192)
+HEAD = 128
+EXPERTS, TOPK = 128, 8
+DTYPE = torch.bfloat16
+
+
+@dataclass
+class Case:
+    op: str
+    shape: str
+    nbytes: int
+    ours: Callable[[], object]
+    eager: Callable[[], object]
+
+
+# ------------------------------------------------------------------ eager baselines
+# What sglang's forward_native does (sglang 0.5.1, layers/layernorm.py, activation.py,
+# rotary_embedding.py, moe/topk.py), written out here.
+
+
+def eager_rmsnorm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    xf = x.float()
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return (xf * w).to(x.dtype)
+
+
+def eager_fused_add_rmsnorm(x: torch.Tensor, r: torch.Tensor, w: torch.Tensor,
+                            eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+    xf = x.float() + r.float()
+    r_out = xf.to(x.dtype)
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return (xf * w).to(x.dtype), r_out
+
+
+def eager_gemma_rmsnorm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    xf = x.float()
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return (xf * (1.0 + w.float())).to(x.dtype)
+
+
+def eager_gemma_fused(x: torch.Tensor, r: torch.Tensor, w: torch.Tensor,
+                      eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+    s = x + r
+    return eager_gemma_rmsnorm(s, w, eps), s
+
+
+def eager_silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+    d = x.shape[-1] // 2
+    return F.silu(x[..., :d]) * x[..., d:]
+
+
+def eager_gelu_and_mul(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    d = x.shape[-1] // 2
+    return F.gelu(x[..., :d], approximate=approximate) * x[..., d:]
+
+
+def eager_rope(pos: torch.Tensor, q: torch.Tensor, k: torch.Tensor, cache: torch.Tensor,
+               head: int, neox: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    cos_sin = cache.index_select(0, pos)
+    cos, sin = cos_sin.chunk(2, dim=-1)
+    out = []
+    for t in (q, k):
+        shape = t.shape
+        x = t.view(pos.shape[0], -1, head)
+        c = cos.unsqueeze(-2).to(x.dtype)
+        s = sin.unsqueeze(-2).to(x.dtype)
+        if neox:
+            x1, x2 = torch.chunk(x, 2, dim=-1)
+        else:
+            x1, x2 = x[..., ::2], x[..., 1::2]
+        o1 = x1 * c - x2 * s
+        o2 = x2 * c + x1 * s
+        y = torch.cat((o1, o2), -1) if neox else torch.stack((o1, o2), -1).flatten(-2)
+        out.append(y.reshape(shape))
+    return out[0], out[1]
+
+
+def eager_topk(logits: torch.Tensor, k: int, renormalize: bool
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    p = torch.softmax(logits.float(), dim=-1)
+    w, ids = torch.topk(p, k, dim=-1)
+    if renormalize:
+        w = w / w.sum(dim=-1, keepdim=True)
+    return w, ids.to(torch.int32)
+
+
+# ------------------------------------------------------------------ cases
+
+
+def build_cases(ops: set[str] | None) -> list[Case]:
+    dev = "cuda"
+    g = torch.Generator(device=dev).manual_seed(0)
+    e = torch.tensor([], dtype=DTYPE).element_size()
+
+    def rn(*shape: int, dtype: torch.dtype = DTYPE) -> torch.Tensor:
+        return torch.randn(*shape, generator=g, device=dev, dtype=torch.float32).to(dtype)
+
+    def want(name: str) -> bool:
+        return ops is None or name in ops
+
+    cases: list[Case] = []
+    for tokens in DECODE + PREFILL:
+        for hidden in HIDDEN:
+            shape = f"{tokens}x{hidden}"
+            x, r, w = rn(tokens, hidden), rn(tokens, hidden), rn(hidden)
+            if want("rmsnorm"):
+                cases.append(Case("rmsnorm", shape, 2 * tokens * hidden * e + hidden * e,
+                                  lambda x=x, w=w: K.rmsnorm(x, w),
+                                  lambda x=x, w=w: eager_rmsnorm(x, w)))
+            if want("fused_add_rmsnorm"):
+                cases.append(Case("fused_add_rmsnorm", shape, 4 * tokens * hidden * e + hidden * e,
+                                  lambda x=x, r=r, w=w: K.fused_add_rmsnorm(x, r, w),
+                                  lambda x=x, r=r, w=w: eager_fused_add_rmsnorm(x, r, w)))
+            if want("gemma_rmsnorm"):
+                cases.append(Case("gemma_rmsnorm", shape, 2 * tokens * hidden * e + hidden * e,
+                                  lambda x=x, w=w: K.gemma_rmsnorm(x, w),
+                                  lambda x=x, w=w: eager_gemma_rmsnorm(x, w)))
+            if want("gemma_fused_add_rmsnorm"):
+                cases.append(Case("gemma_fused_add_rmsnorm", shape,
+                                  4 * tokens * hidden * e + hidden * e,
+                                  lambda x=x, r=r, w=w: K.gemma_fused_add_rmsnorm(x, r, w),
+                                  lambda x=x, r=r, w=w: eager_gemma_fused(x, r, w)))
+            xa = rn(tokens, 2 * hidden)
+            act_bytes = 3 * tokens * hidden * e
+            if want("silu_and_mul"):
+                cases.append(Case("silu_and_mul", f"{tokens}x2*{hidden}", act_bytes,
+                                  lambda xa=xa: K.silu_and_mul(xa),
+                                  lambda xa=xa: eager_silu_and_mul(xa)))
+            if want("gelu_and_mul"):
+                cases.append(Case("gelu_and_mul", f"{tokens}x2*{hidden}", act_bytes,
+                                  lambda xa=xa: K.gelu_and_mul(xa),
+                                  lambda xa=xa: eager_gelu_and_mul(xa)))
+            if want("gelu_tanh_and_mul"):
+                cases.append(Case("gelu_tanh_and_mul", f"{tokens}x2*{hidden}", act_bytes,
+                                  lambda xa=xa: K.gelu_tanh_and_mul(xa),
+                                  lambda xa=xa: eager_gelu_and_mul(xa, "tanh")))
+            if want("apply_rope_with_cos_sin_cache_inplace"):
+                nq = hidden // HEAD
+                nk = max(1, nq // 4)
+                qkv = rn(tokens, (nq + 2 * nk) * HEAD)
+                q, k = qkv[:, : nq * HEAD], qkv[:, nq * HEAD: (nq + nk) * HEAD]
+                cache = rn(32768, HEAD, dtype=torch.float32)
+                pos = torch.randint(0, 32768, (tokens,), generator=g, device=dev)
+                rbytes = 2 * tokens * (nq + nk) * HEAD * e + tokens * (HEAD * 4 + 8)
+                for neox in (True, False):
+                    cases.append(Case(
+                        "apply_rope_with_cos_sin_cache_inplace",
+                        f"{tokens}x(q{nq}+k{nk})x{HEAD} {'neox' if neox else 'gptj'}", rbytes,
+                        lambda p=pos, q=q, k=k, c=cache, n=neox:
+                            K.apply_rope_with_cos_sin_cache_inplace(p, q, k, HEAD, c, n),
+                        lambda p=pos, q=q, k=k, c=cache, n=neox: eager_rope(p, q, k, c, HEAD, n)))
+        if want("topk_softmax"):
+            logits = rn(tokens, EXPERTS)
+            tw = torch.empty(tokens, TOPK, device=dev)
+            ti = torch.empty(tokens, TOPK, device=dev, dtype=torch.int32)
+            cases.append(Case(
+                "topk_softmax", f"{tokens}x{EXPERTS} top{TOPK} renorm",
+                tokens * EXPERTS * e + tokens * TOPK * 8,
+                lambda lg=logits, tw=tw, ti=ti: K.topk_softmax(tw, ti, lg, True),
+                lambda lg=logits: eager_topk(lg, TOPK, True)))
+    return cases
+
+
+# ------------------------------------------------------------------ measuring
+
+
+def bench_ms(fn: Callable[[], object]) -> float:
+    import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    fn()
+    torch.cuda.synchronize()
+    try:
+        return float(triton.testing.do_bench_cudagraph(fn, rep=50, return_mode="median"))
+    except Exception:  # not capturable: fall back to plain events (includes launch overhead)
+        return float(triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median"))
+
+
+def count_launches(fn: Callable[[], object]) -> int:
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sum(1 for ev in prof.events() if ev.device_type == torch.autograd.DeviceType.CUDA)
+
+
+def copy_bandwidth_gbs() -> float:
+    import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    n = 2 << 30
+    buffers = [torch.empty(n, dtype=torch.uint8, device="cuda").random_(),
+               torch.empty(n, dtype=torch.uint8, device="cuda")]
+    ms = float(triton.testing.do_bench(lambda: buffers[1].copy_(buffers[0]), warmup=10,
+                                       rep=200, return_mode="median"))
+    buffers.clear()
+    torch.cuda.empty_cache()
+    return 2 * n / (ms * 1e-3) / 1e9
+
+
+def run_bench(ops: set[str] | None) -> None:
+    props = torch.cuda.get_device_properties(0)
+    l2 = int(getattr(props, "L2_cache_size", 50 << 20))
+    import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    copy_bw = copy_bandwidth_gbs()
+    print(f"date: {time.strftime('%Y-%m-%d')}; GPU: {props.name} ({props.multi_processor_count} "
+          f"SMs, L2 {l2 >> 20} MiB); torch {torch.__version__}, triton {triton.__version__}, "
+          f"Python {platform.python_version()}; dtype {str(DTYPE).removeprefix('torch.')}")
+    print(f"device copy bandwidth (dst.copy_(src), 2 GiB, read + write): {copy_bw:.0f} GB/s")
+    print("times: median of CUDA-graph replays (triton.testing.do_bench_cudagraph)\n")
+    print("| op | shape | bytes | ours µs | eager µs | speedup | ours GB/s | % copy | "
+          "launches ours / eager |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    worst: dict[str, float] = {}
+    for c in build_cases(ops):
+        ours = bench_ms(c.ours) * 1e3
+        eager = bench_ms(c.eager) * 1e3
+        gbs = c.nbytes / (ours * 1e-6) / 1e9
+        pct = 100 * gbs / copy_bw
+        in_l2 = c.nbytes < 2 * l2
+        launches = f"{count_launches(c.ours)} / {count_launches(c.eager)}"
+        print(f"| {c.op} | {c.shape} | {human(c.nbytes)} | {ours:.1f} | {eager:.1f} | "
+              f"{eager / ours:.2f}x | {gbs:.0f} | {pct:.0f}%{' L2' if in_l2 else ''} | "
+              f"{launches} |", flush=True)
+        if not in_l2:
+            worst[c.op] = min(worst.get(c.op, math.inf), pct)
+    if worst:
+        print("\nlowest % of copy bandwidth per op, working sets beyond 2x L2 (goal >= 90%):")
+        for op, pct in worst.items():
+            print(f"  {op}: {pct:.1f}%{'' if pct >= 90 else '  <- below goal'}")
+
+
+def human(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    value = n / 1024
+    for unit in ("KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.2f} GiB"
+
+
+# ------------------------------------------------------------------ --check
+
+TOL = {torch.float32: (1e-5, 1e-6), torch.float16: (2.0**-9, 1e-5),
+       torch.bfloat16: (2.0**-7, 1e-5)}
+
+
+def close(actual: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> tuple[bool, float]:
+    rtol, atol = TOL[dtype]
+    a, r = actual.double(), ref.double()
+    err = (a - r).abs()
+    ok = bool((~torch.isnan(a)).all() and (err <= atol + rtol * r.abs()).all())
+    return ok, float(err.max())
+
+
+def run_check() -> bool:
+    """Each op on CUDA against float64 math, a few shapes and dtypes; prints one line each."""
+    g = torch.Generator(device="cuda").manual_seed(1)
+
+    def rn(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+        return torch.randn(*shape, generator=g, device="cuda").to(dtype)
+
+    results: list[tuple[str, bool, float]] = []
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        dn = str(dtype).removeprefix("torch.")
+        for tokens, hidden in ((1, 4096), (33, 5120), (4096, 8192), (7, 128 * 3 + 1),
+                               (3, 40000)):
+            x, r, w = rn(tokens, hidden, dtype=dtype), rn(tokens, hidden, dtype=dtype), \
+                rn(hidden, dtype=dtype)
+            xd, rd, wd = x.double(), r.double(), w.double()
+            for gemma in (False, True):
+                wt = wd + (1.0 if gemma else 0.0)
+                ref = xd * torch.rsqrt(xd.square().mean(-1, keepdim=True) + 1e-6) * wt
+                out = (K.gemma_rmsnorm if gemma else K.rmsnorm)(x, w)
+                results.append((f"{'gemma_' if gemma else ''}rmsnorm {dn} {tokens}x{hidden}",
+                                *close(out, ref, dtype)))
+                xi, ri = x.clone(), r.clone()
+                (K.gemma_fused_add_rmsnorm if gemma else K.fused_add_rmsnorm)(xi, ri, w)
+                s = xd + rd
+                ok1, e1 = close(ri, s, dtype)
+                src = s if hidden <= 32768 else ri.double()  # looped kernel: stored residual
+                ok2, e2 = close(xi, src * torch.rsqrt(src.square().mean(-1, keepdim=True)
+                                                      + 1e-6) * wt, dtype)
+                results.append((f"{'gemma_' if gemma else ''}fused_add_rmsnorm {dn} "
+                                f"{tokens}x{hidden}", ok1 and ok2, max(e1, e2)))
+        for tokens, d in ((1, 14336), (33, 1000), (4096, 4096)):
+            xa = rn(tokens, 2 * d, dtype=dtype) * 2
+            a, b = xa.double()[:, :d], xa.double()[:, d:]
+            refs = {
+                "silu_and_mul": a / (1 + torch.exp(-a)) * b,
+                "gelu_and_mul": 0.5 * a * (1 + torch.erf(a / math.sqrt(2))) * b,
+                "gelu_tanh_and_mul": 0.5 * a * (1 + torch.tanh(
+                    math.sqrt(2 / math.pi) * (a + 0.044715 * a**3))) * b,
+            }
+            for name, ref in refs.items():
+                results.append((f"{name} {dn} {tokens}x2*{d}",
+                                *close(getattr(K, name)(xa), ref, dtype)))
+        for tokens, nq, nk, head, rdim in ((1, 32, 8, 128, 128), (33, 8, 1, 64, 32),
+                                           (4096, 16, 4, 256, 128), (5, 3, 3, 80, 48)):
+            for neox in (True, False):
+                qkv = rn(tokens, (nq + 2 * nk) * head, dtype=dtype)
+                q, k = qkv[:, : nq * head], qkv[:, nq * head: (nq + nk) * head]
+                ang = torch.rand(4096, rdim // 2, device="cuda", dtype=torch.float64) * 6.3
+                cache = torch.cat((ang.cos(), ang.sin()), -1).float()
+                pos = torch.randint(0, 4096, (tokens,), device="cuda")
+                refs2 = [rope_ref(t, pos, cache, head, neox) for t in (q, k)]
+                K.apply_rope_with_cos_sin_cache_inplace(pos, q, k, head, cache, neox)
+                ok_q, eq = close(q, refs2[0], dtype)
+                ok_k, ek = close(k, refs2[1], dtype)
+                results.append((f"rope {'neox' if neox else 'gptj'} {dn} t{tokens} q{nq} k{nk} "
+                                f"d{head} r{rdim}", ok_q and ok_k, max(eq, ek)))
+        for tokens, experts, k in ((1, 128, 8), (4096, 128, 8), (33, 60, 2), (7, 256, 8)):
+            logits = rn(tokens, experts, dtype=dtype) * 2
+            tw = torch.full((tokens, k), float("nan"), device="cuda")
+            ti = torch.full((tokens, k), -1, device="cuda", dtype=torch.int32)
+            K.topk_softmax(tw, ti, logits, True)
+            p = torch.softmax(logits.double(), -1)
+            top = torch.sort(p, dim=-1, descending=True, stable=True).values[:, :k]
+            ok_w, ew = close(tw, top / top.sum(-1, keepdim=True), torch.float32)
+            ok_i, ei = close(p.gather(1, ti.long()), top, torch.float32)
+            results.append((f"topk_softmax {dn} {tokens}x{experts} top{k}", ok_w and ok_i,
+                            max(ew, ei)))
+    failed = [r for r in results if not r[1]]
+    for name, ok, err in results:
+        print(f"{'PASS' if ok else 'FAIL'}  {name}  (max abs error {err:.3g})")
+    print(f"\n--check: {len(results) - len(failed)} passed, {len(failed)} failed")
+    return not failed
+
+
+def rope_ref(x: torch.Tensor, pos: torch.Tensor, cache: torch.Tensor, head: int,
+             neox: bool) -> torch.Tensor:
+    t = x.shape[0]
+    xd = x.double().reshape(t, -1, head).clone()
+    rd = cache.shape[1]
+    half = rd // 2
+    cs = cache.double()[pos]
+    cos, sin = cs[:, None, :half], cs[:, None, half:]
+    if neox:
+        x1, x2 = xd[..., :half].clone(), xd[..., half:rd].clone()
+        xd[..., :half], xd[..., half:rd] = x1 * cos - x2 * sin, x2 * cos + x1 * sin
+    else:
+        x1, x2 = xd[..., 0:rd:2].clone(), xd[..., 1:rd:2].clone()
+        xd[..., 0:rd:2], xd[..., 1:rd:2] = x1 * cos - x2 * sin, x2 * cos + x1 * sin
+    return xd.reshape(x.shape)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true",
+                        help="first check every op against float64 math on the GPU")
+    parser.add_argument("--no-bench", action="store_true", help="skip the timing table")
+    parser.add_argument("--ops", default="", help="comma-separated op names to time (all)")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("benchmarks/kernels.py needs a CUDA GPU", file=sys.stderr)
+        return 2
+    ok = run_check() if args.check else True
+    if not args.no_bench:
+        print()
+        run_bench({o.strip() for o in args.ops.split(",") if o.strip()} or None)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Triton stand-ins for ``sgl_kernel`` ops, for when the real kernel package cannot run.
+
+Why: each ``sgl-kernel`` wheel is compiled for a fixed set of GPU architectures and
+against one torch ABI; off those pins ``common_ops`` fails to load and sglang stops,
+even though the few elementwise kernels every model needs (RMSNorm, gated
+activations, RoPE, MoE routing) are simple.  These are written in Triton, so they are
+compiled just in time for whatever GPU the process has, and each op is one kernel
+launch, as in sgl-kernel (the fused residual-add + norm is one kernel, not two).
+
+Each function has the signature, defaults, in-place behaviour, return value and
+output dtypes of the sgl-kernel Python function of the same name (read from
+sgl-kernel 0.3.5 and 0.3.18; each module's docstring gives the details and what is
+accepted beyond sgl-kernel).  A function runs its Triton kernel for CUDA tensors (or
+anything when ``TRITON_INTERPRET=1``) and a plain-PyTorch path otherwise, including
+when ``import triton`` fails.
+
+Nothing heavy is imported here: torch and the op modules load on first attribute
+access, and Triton only when a kernel first runs.
+
+* :data:`OPS` -- ``{sgl_kernel function name: our implementation}``.
+* :func:`register_torch_ops` -- the same ops as ``torch.ops.sgl_kernel.*`` under
+  sgl-kernel's op schemas, for code that calls them through the dispatcher.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+__all__ = [
+    "OPS",
+    "FusedSetKVBufferArg",
+    "apply_rope_with_cos_sin_cache_inplace",
+    "fused_add_rmsnorm",
+    "gelu_and_mul",
+    "gelu_tanh_and_mul",
+    "gemma_fused_add_rmsnorm",
+    "gemma_rmsnorm",
+    "register_torch_ops",
+    "rmsnorm",
+    "silu_and_mul",
+    "topk_softmax",
+]
+
+# Public name -> the private module that defines it.
+_WHERE: dict[str, str] = {
+    "rmsnorm": "_norm",
+    "fused_add_rmsnorm": "_norm",
+    "gemma_rmsnorm": "_norm",
+    "gemma_fused_add_rmsnorm": "_norm",
+    "silu_and_mul": "_activation",
+    "gelu_and_mul": "_activation",
+    "gelu_tanh_and_mul": "_activation",
+    "apply_rope_with_cos_sin_cache_inplace": "_rope",
+    "topk_softmax": "_moe",
+}
+_EXTRA: dict[str, str] = {
+    "FusedSetKVBufferArg": "_rope",
+    "register_torch_ops": "_torch_ops",
+}
+
+
+def _load(name: str, module: str) -> Any:
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+class _LazyOps(Mapping[str, Callable[..., Any]]):
+    """A read-only mapping whose values import their module on first lookup."""
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        fn: Callable[..., Any] = _load(name, _WHERE[name])
+        return fn
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_WHERE)
+
+    def __len__(self) -> int:
+        return len(_WHERE)
+
+    def __repr__(self) -> str:
+        return f"OPS({sorted(_WHERE)})"
+
+
+#: ``{sgl_kernel function name: our implementation with the same signature}``.
+OPS: Mapping[str, Callable[..., Any]] = _LazyOps()
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name) or _EXTRA.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = _load(name, module)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
