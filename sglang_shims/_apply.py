@@ -42,6 +42,8 @@ class PatchContext:
         self.versions = versions
         self.log = logging.getLogger(f"sglang_shims.patch.{manifest.id}")
         self.notes: list[str] = []
+        self.cause = ""
+        """For a patch that stands in for its target: why the real module cannot serve."""
         self._undo: list[tuple[str, Callable[[], None]]] = []
         # (id of the object, name) -> patch id, shared by every patch of the process:
         # a second patch touching the same place is refused, never silently chained.
@@ -142,6 +144,10 @@ class PatchContext:
                     self.setitem(namespace, key, new)
                     count += 1
         return count
+
+    def on_undo(self, label: str, step: Callable[[], None]) -> None:
+        """Journal a change made some other way (e.g. a finder put on sys.meta_path)."""
+        self._undo.append((label, step))
 
     # -- signals ----------------------------------------------------------------------
 

@@ -102,7 +102,8 @@ def assess(manifest: Manifest, env: _gates.Environment, enabled: bool = True,
     if not ok:
         result.state, result.reason = "not-applicable", failure
         return result
-    if live is None and _source.locate(manifest.target, search_path) is None:
+    if (live is None and manifest.when != "instead"
+            and _source.locate(manifest.target, search_path) is None):
         result.state = "not-applicable"
         result.reason = f"target module {manifest.target} is not installed (no source found)"
         return result

@@ -28,11 +28,15 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 # BEGIN GENERATED WATCH TABLE
-# patch id -> (module whose import triggers it, on by default, policy is required)
-PATCHES: dict[str, tuple[str, bool, bool]] = {
-    "sgl-kernel-dist-renamed": ("sglang.srt.entrypoints.engine", True, False),
-    "sgl-kernel-fused-marlin-moe": ("sgl_kernel", True, False),
-    "torch-amx-probe-removed": ("sglang.srt.utils", True, False),
+# patch id -> (module whose import triggers it, on by default, policy is required,
+#              stands in for the module)
+PATCHES: dict[str, tuple[str, bool, bool, bool]] = {
+    "file-uri-media": ("sglang.srt.utils", True, False, False),
+    "sgl-kernel-dist-renamed": ("sglang.srt.entrypoints.engine", True, False, False),
+    "sgl-kernel-fused-marlin-moe": ("sgl_kernel", True, False, False),
+    "sgl-kernel-triton-fallback": ("sgl_kernel", True, False, True),
+    "torch-amx-probe-removed": ("sglang.srt.utils", True, False, False),
+    "triton-cache-helpers-removed": ("sglang.srt.utils", True, False, False),
 }
 # END GENERATED WATCH TABLE
 
@@ -62,8 +66,10 @@ class Watcher:
     wraps the loader it gets; for every other name it costs one set lookup.
     """
 
-    def __init__(self, names: "set[str]") -> None:
+    def __init__(self, names: "set[str]", stand_ins: "set[str] | None" = None) -> None:
         self.names = set(names)
+        # Watched names an enabled patch can stand in for when nothing else provides them.
+        self.stand_ins = set(stand_ins or ())
         self._finding: set[str] = set()
 
     def find_spec(self, fullname: str, path: "Sequence[str] | None" = None,
@@ -85,6 +91,13 @@ class Watcher:
                     break
         finally:
             self._finding.discard(fullname)
+        if spec is None and fullname in self.stand_ins and path is None:
+            # Not installed: offer a package whose body raises the usual
+            # ModuleNotFoundError unless the engine decides to stand in for it.  The
+            # ModuleSpec class is reached through sys's own spec: no import here.
+            spec_class = type(sys.__spec__)
+            spec = spec_class(fullname, Missing(fullname),  # type: ignore[arg-type]
+                              is_package=True)
         loader = getattr(spec, "loader", None)
         if spec is not None and loader is not None and hasattr(loader, "exec_module"):
             spec.loader = HookedLoader(loader, fullname, self)
@@ -104,6 +117,19 @@ class Watcher:
 
     def invalidate_caches(self) -> None:
         """Part of the finder protocol; there is nothing cached here."""
+
+
+class Missing:
+    """Loader of a module that no finder has: its body is the stock import error."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def create_module(self, spec: object) -> None:
+        return None
+
+    def exec_module(self, module: object) -> None:
+        raise ModuleNotFoundError(f"No module named {self.name!r}", name=self.name)
 
 
 class HookedLoader:
@@ -134,12 +160,15 @@ class HookedLoader:
                 spec.loader = self.loader
         except AttributeError:
             pass
-        _notify(self.name, "before", module)
-        try:
-            self.loader.exec_module(module)  # type: ignore[attr-defined]
-        except BaseException as exc:
-            _notify(self.name, "error", module, exc)
-            raise
+        if _notify(self.name, "before", module) == "instead":
+            # an enabled patch stands in for this module (the real one cannot serve)
+            _notify(self.name, "instead", module)
+        else:
+            try:
+                self.loader.exec_module(module)  # type: ignore[attr-defined]
+            except BaseException as exc:
+                if _notify(self.name, "error", module, exc) != "instead":
+                    raise
         _notify(self.name, "after", module)
         self.watcher.done(self.name)
 
@@ -148,9 +177,11 @@ STATE: dict[str, object] = {}
 """Per-process bootstrap state: ``toggles``, ``watcher``, ``origin``, ``problem``."""
 
 
-def _notify(name: str, phase: str, module: object, exc: "BaseException | None" = None) -> None:
+def _notify(name: str, phase: str, module: object,
+            exc: "BaseException | None" = None) -> "str | None":
     """Hand one loader event to the engine, importing it on first use.
 
+    The engine may answer ``"instead"`` (a patch stands in for the module).
     ImportError raised on purpose (strict mode, a failed ``required`` patch) is what the
     user asked for and propagates; any other failure of ours is reported and swallowed
     so that the target module still imports.
@@ -159,13 +190,15 @@ def _notify(name: str, phase: str, module: object, exc: "BaseException | None" =
         from sglang_shims import _engine
     except BaseException as err:  # a half-installed package must not break the import
         _complain_once(f"cannot load the patch engine ({type(err).__name__}: {err})")
-        return
+        return None
     try:
-        _engine.on_loader_event(name, phase, module, exc)
+        answer: str | None = _engine.on_loader_event(name, phase, module, exc)
+        return answer
     except ImportError:
         raise
     except BaseException as err:
         _complain_once(f"internal error while handling {name} ({type(err).__name__}: {err})")
+        return None
 
 
 def _complain_once(message: str) -> None:
@@ -194,27 +227,30 @@ def activate(origin: str = "pth") -> None:
 
             toggles = _toggles.Toggles()
             STATE["toggles"] = toggles
-            names = set(_toggles.watched_modules(toggles))
+            enabled = set(_toggles.watched_patches(toggles))
         else:
-            names = {entry[0] for entry in PATCHES.values() if entry[1]}
+            enabled = {pid for pid, entry in PATCHES.items() if entry[1]}
+        names = {PATCHES[pid][0] for pid in enabled}
+        stand_ins = {PATCHES[pid][0] for pid in enabled if PATCHES[pid][3]}
         if env("SGLANG_SHIMS_PATH"):
             # Extra patch folders can target any module: their manifests must be read now.
             from sglang_shims import _engine
 
             names |= _engine.extra_watch_names()
-        watch(names)
+        watch(names, stand_ins)
     except BaseException as exc:
         STATE["problem"] = f"{type(exc).__name__}: {exc}"
         _complain_later(str(STATE["problem"]))
 
 
-def watch(names: "set[str]") -> None:
+def watch(names: "set[str]", stand_ins: "set[str] | None" = None) -> None:
     """Watch more module names, (re)installing the single watcher if needed."""
     watcher = STATE.get("watcher")
     if not isinstance(watcher, Watcher):
         watcher = Watcher(set())
         STATE["watcher"] = watcher
     watcher.names |= names
+    watcher.stand_ins |= stand_ins or set()
     if watcher.names and watcher not in sys.meta_path:
         sys.meta_path.insert(0, watcher)
 

@@ -150,7 +150,9 @@ def load_code(manifest: Manifest) -> ModuleType:
     except BaseException:
         sys.modules.pop(name, None)
         raise
-    if not callable(getattr(module, "apply", None)):
+    wanted = ("unusable", "provide") if manifest.when == "instead" else ("apply",)
+    missing = [f for f in wanted if not callable(getattr(module, f, None))]
+    if missing:
         sys.modules.pop(name, None)
-        raise ImportError(f"{path} defines no apply(ctx) function")
+        raise ImportError(f"{path} defines no {', '.join(f + '(ctx)' for f in missing)}")
     return module

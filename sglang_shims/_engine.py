@@ -44,6 +44,7 @@ class Engine:
         self.contexts: dict[str, PatchContext] = {}
         self.proxies: dict[str, OptionalSymbol] = {}
         self.claims: dict[tuple[int, str], str] = {}
+        self.standing_in: dict[str, tuple[Manifest, str]] = {}
         self.order: list[str] = []
         self.running: set[str] = set()
         self.summarised = False
@@ -80,7 +81,7 @@ class Engine:
             when=manifest.when, policy=manifest.policy, source=manifest.source)
 
     def _stale_table(self) -> list[str]:
-        table = {m.id: (m.target, m.default, m.policy == "required")
+        table = {m.id: (m.target, m.default, m.policy == "required", m.when == "instead")
                  for m in self.manifests.values() if m.source == "builtin"}
         if table != _bootstrap.PATCHES:
             return ["the bootstrap watch table does not match the shipped manifests;"
@@ -113,7 +114,8 @@ class Engine:
                        if m.target == module and m.when == phase), key=lambda m: m.id)
 
     def on_event(self, name: str, phase: str, module: ModuleType,
-                 exc: BaseException | None) -> None:
+                 exc: BaseException | None) -> str | None:
+        """Handle one loader event; answer "instead" when a patch stands in for ``name``."""
         if self.toggles.strict and self.catalog.errors and not self.invalid_reported:
             self.invalid_reported = True
             problems = "; ".join(self.catalog.errors.values())
@@ -121,18 +123,110 @@ class Engine:
                                   f" {problems}")
         if name == "setproctitle" and phase == "after":
             self._wrap_title(module)
-        if phase == "error":
-            for manifest in self.triggered_by(name, "after"):
-                record = self.records[manifest.id]
-                if record.state == "pending":
-                    record.notes.append(f"importing {name} raised {type(exc).__name__}: {exc}")
-            self.write_report()
-            return
+        answer = None
+        if phase == "before":
+            answer = self._stand_in_before(name, module)
+        elif phase == "instead":
+            self._stand_in(name, module)
+            return None
+        elif phase == "error":
+            assert exc is not None
+            answer = self._stand_in_after_error(name, module, exc)
+            if answer is None:
+                for manifest in self.triggered_by(name, "after"):
+                    record = self.records[manifest.id]
+                    if record.state == "pending":
+                        record.notes.append(
+                            f"importing {name} raised {type(exc).__name__}: {exc}")
+                self.write_report()
+            return answer
+        if phase == "after":
+            self._real_module_served(name)
         for manifest in self.triggered_by(name, phase):
             self.run(manifest, module)
         watcher = _bootstrap.STATE.get("watcher")
         if phase == "after" and isinstance(watcher, _bootstrap.Watcher) and not watcher.names:
             self.summarise()
+        return answer
+
+    # -- standing in for a whole module (when = "instead") -------------------------------
+
+    def _claim_instead(self, name: str) -> Manifest | None:
+        """The first enabled, applicable stand-in patch for ``name``, or None."""
+        for manifest in self.triggered_by(name, "instead"):
+            on, by = self.enabled[manifest.id]
+            record = self.records[manifest.id]
+            if not on or record.state != "pending":
+                continue
+            judged = assess(manifest, self.env, on, by)
+            if judged.state != "would-apply":
+                self._set(manifest, judged.state, judged.reason, gates=judged.gates)
+                continue
+            return manifest
+        return None
+
+    def _stand_in_before(self, name: str, module: ModuleType) -> str | None:
+        manifest = self._claim_instead(name)
+        if manifest is None:
+            return None
+        on, by = self.enabled[manifest.id]
+        ctx = PatchContext(manifest, module, self.env.versions, self.claims)
+        forced = by.startswith(("SGLANG_SHIMS_ENABLE", _toggles.patch_var(manifest.id)))
+        try:
+            reason = f"forced by {by}" if forced else _catalog.load_code(manifest).unusable(ctx)
+        except Exception as exc:
+            self._set(manifest, "failed", f"unusable() raised {type(exc).__name__}: {exc}")
+            self._enforce(manifest)
+            return None
+        if not reason:
+            return None
+        self.standing_in[name] = (manifest, str(reason))
+        return "instead"
+
+    def _stand_in_after_error(self, name: str, module: ModuleType,
+                              exc: BaseException) -> str | None:
+        manifest = self._claim_instead(name)
+        if manifest is None:
+            return None
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        self.standing_in[name] = (manifest, f"importing {name} failed:"
+                                            f" {type(exc).__name__}: {first_line}")
+        # The failed body may have bound names and imported submodules: start clean.
+        import sys
+
+        for key in [k for k in vars(module) if not k.startswith("__")]:
+            delattr(module, key)
+        for key in [k for k in sys.modules if k.startswith(name + ".")]:
+            del sys.modules[key]
+        self._stand_in(name, module)
+        return "instead"
+
+    def _stand_in(self, name: str, module: ModuleType) -> None:
+        manifest, reason = self.standing_in[name]
+        ctx = PatchContext(manifest, module, self.env.versions, self.claims)
+        ctx.cause = reason
+        try:
+            _catalog.load_code(manifest).provide(ctx)
+        except Exception as exc:
+            self.log.debug("%s failed:\n%s", manifest.id, traceback.format_exc())
+            self._set(manifest, "failed", f"provide() raised {type(exc).__name__}: {exc}")
+            raise ShimImportError(
+                f"sglang-shims: patch {manifest.id!r} could not stand in for {name}"
+                f" ({reason}): {type(exc).__name__}: {exc}") from exc
+        with self.lock:
+            self.contexts[manifest.id] = ctx
+            self.order.append(manifest.id)
+        self._set(manifest, "applied", f"standing in for {name}: {reason}",
+                  changes=ctx.changes, notes=ctx.notes)
+        self.write_report()
+
+    def _real_module_served(self, name: str) -> None:
+        if name in self.standing_in:
+            return
+        for manifest in self.triggered_by(name, "instead"):
+            if self.records[manifest.id].state == "pending":
+                self._set(manifest, "not-applicable",
+                          f"the installed {name} imported and can serve here")
 
     def run(self, manifest: Manifest, module: ModuleType, late: bool = False) -> None:
         """Decide and apply one patch; only the first caller per process gets to."""
@@ -374,15 +468,17 @@ def get() -> Engine:
     return _engine
 
 
-def on_loader_event(name: str, phase: str, module: Any, exc: BaseException | None) -> None:
-    get().on_event(name, phase, module, exc)
+def on_loader_event(name: str, phase: str, module: Any,
+                    exc: BaseException | None) -> str | None:
+    return get().on_event(name, phase, module, exc)
 
 
 def extra_watch_names() -> set[str]:
     """Targets of the enabled patches (any folder): called at start-up when
     ``SGLANG_SHIMS_PATH`` is set, since the built-in table cannot know them."""
     engine = get()
-    return {m.target for m in engine.manifests.values() if engine.enabled[m.id][0]}
+    return {m.target for m in engine.manifests.values()
+            if m.source != "builtin" and engine.enabled[m.id][0]}
 
 
 def install(origin: str = "install") -> dict[str, dict[str, Any]]:

@@ -59,17 +59,18 @@ if not any(type(f).__name__ == "_SglangShimsMissing" for f in _sys.meta_path):
 """
 
 
-def watch_table(catalog: _catalog.Catalog) -> dict[str, tuple[str, bool, bool]]:
-    return {m.id: (m.target, m.default, m.policy == "required")
+def watch_table(catalog: _catalog.Catalog) -> dict[str, tuple[str, bool, bool, bool]]:
+    return {m.id: (m.target, m.default, m.policy == "required", m.when == "instead")
             for m in sorted(catalog.manifests, key=lambda m: m.id) if m.source == "builtin"}
 
 
-def render_table(table: dict[str, tuple[str, bool, bool]]) -> str:
+def render_table(table: dict[str, tuple[str, bool, bool, bool]]) -> str:
     lines = [BEGIN,
-             "# patch id -> (module whose import triggers it, on by default, policy is required)\n",
-             "PATCHES: dict[str, tuple[str, bool, bool]] = {\n"]
-    lines += [f"    {pid!r}: ({mod!r}, {default}, {required}),\n".replace("'", '"')
-              for pid, (mod, default, required) in table.items()]
+             "# patch id -> (module whose import triggers it, on by default, policy is required,\n",
+             "#              stands in for the module)\n",
+             "PATCHES: dict[str, tuple[str, bool, bool, bool]] = {\n"]
+    lines += [f"    {pid!r}: ({mod!r}, {default}, {required}, {instead}),\n".replace("'", '"')
+              for pid, (mod, default, required, instead) in table.items()]
     lines += ["}\n", END]
     return "".join(lines)
 

@@ -26,7 +26,7 @@ ID_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*[a-z0-9]$")
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 SYMBOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
 DIST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-WHEN = ("before", "after")
+WHEN = ("before", "after", "instead")
 POLICIES = ("optional", "required")
 
 
@@ -326,6 +326,9 @@ def parse(data: dict[str, Any], where: str, folder: Path | None = None,
         code = "patch.py"
     if code is None and not provides:
         raise _fail(where, "a patch needs code (patch.py) or at least one [[provide]]")
+    if when == "instead" and code is None:
+        raise _fail(where, "a patch that stands in for its target (when = 'instead') needs"
+                    " patch.py with unusable(ctx) and provide(ctx)")
     return Manifest(
         id=patch_id, summary=summary, evidence=evidence, target=target, when=when,
         default=default_raw == "on", policy=policy, retire=retire, changes=changes,

@@ -100,16 +100,21 @@ class Toggles:
         return out
 
 
-def watched_modules(toggles: Toggles) -> "dict[str, list[str]]":
-    """Module name -> ids of the enabled built-in patches it triggers.
+def watched_patches(toggles: Toggles) -> "list[str]":
+    """Ids of the built-in patches whose targets must be watched.
 
     In strict mode a disabled ``required`` patch is watched too: importing its target
     must then fail loudly instead of running without it.
     """
+    return [patch_id for patch_id, (_, default, required, _) in PATCHES.items()
+            if toggles.decide(patch_id, default)[0] or (toggles.strict and required)]
+
+
+def watched_modules(toggles: Toggles) -> "dict[str, list[str]]":
+    """Module name -> ids of the enabled built-in patches it triggers."""
     out: dict[str, list[str]] = {}
-    for patch_id, (module, default, required) in PATCHES.items():
-        if toggles.decide(patch_id, default)[0] or (toggles.strict and required):
-            out.setdefault(module, []).append(patch_id)
+    for patch_id in watched_patches(toggles):
+        out.setdefault(PATCHES[patch_id][0], []).append(patch_id)
     return out
 
 

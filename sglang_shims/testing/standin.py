@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).with_name("data") / "sgl_kernel_exports.json"
+DATA = Path(__file__).resolve().parent.parent / "kernels" / "data" / "sgl_kernel_exports.json"
 
 # Helper names that the real submodules import for themselves (typing, stdlib,
 # torch); a consumer never imports them from sgl_kernel, so no stub is written.
@@ -78,56 +78,9 @@ class _StubClass:
 
 '''
 
-_SCALAR_TYPE = '''\
-"""Stand-in scalar types: enough of sgl_kernel.scalar_type for import-time use."""
-
-import re as _re
-
-
-class ScalarType:
-    def __init__(self, name):
-        self.name = name
-        digits = _re.findall(r"\\d+", name)
-        self.size_bits = int(digits[0]) if digits else 0
-        bias = _re.search(r"b(\\d+)$", name)
-        self.bias = int(bias.group(1)) if bias else 0
-        self.id = abs(hash(name)) % (1 << 31)
-
-    def is_signed(self):
-        return self.name.startswith(("int", "float"))
-
-    def is_floating_point(self):
-        return self.name.startswith("float")
-
-    def __eq__(self, other):
-        return isinstance(other, ScalarType) and other.name == self.name
-
-    def __hash__(self):
-        return hash(self.name)
-
-    def __repr__(self):
-        return f"ScalarType.{self.name}"
-
-    @classmethod
-    def from_id(cls, scalar_type_id):
-        for value in scalar_types.__dict__.values():
-            if isinstance(value, ScalarType) and value.id == scalar_type_id:
-                return value
-        raise ValueError(scalar_type_id)
-
-
-class _ScalarTypes:
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = ScalarType(name)
-        setattr(self, name, value)
-        return value
-
-
-scalar_types = _ScalarTypes()
-NanRepr = ScalarType
-'''
+# The stand-in's scalar_type is the fallback provider's own module, copied in.
+_SCALAR_TYPE = (Path(__file__).resolve().parent.parent / "kernels" / "_scalar_type.py"
+                ).read_text(encoding="utf-8")
 
 
 def _body(names: list[str], version: str, suffix: str) -> str:

@@ -1,0 +1,89 @@
+"""Stand in for ``sgl_kernel`` when the real package cannot serve this process.
+
+``unusable(ctx)`` runs before the real package's body: it answers why it cannot serve
+(not installed, or no code for this GPU -- read from the ELF headers of the library its
+loader would pick, without loading it).  A real package that fails while importing
+(torch ABI, CUDA libraries) is caught by the engine, which then calls ``provide(ctx)``
+with the error as the cause.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from sglang_shims.patching import PatchContext
+
+REMEDY = ("Install an sgl-kernel built for your torch and GPU (`sglang-shims doctor` names"
+          " it), or use a model that needs only the ops provided here.")
+
+
+def _library_for(folder: Path, capability: tuple[int, int]) -> Path | None:
+    """The common_ops that sgl_kernel's loader picks: sm90/ on 9.0, sm100/ otherwise,
+    then the flat layout of older releases."""
+    preferred = "sm90" if capability == (9, 0) else "sm100"
+    for sub in (preferred, ""):
+        hits = sorted((folder / sub).glob("common_ops*.so")) if (folder / sub).is_dir() else []
+        if hits:
+            return hits[0]
+    return None
+
+
+def unusable(ctx: PatchContext) -> str | None:
+    module = ctx.module
+    if type(getattr(module, "__loader__", None)).__name__ == "Missing":
+        return "sgl_kernel is not installed"
+    spec = getattr(module, "__spec__", None)
+    locations = list(getattr(spec, "submodule_search_locations", None) or [])
+    if not locations:
+        return None
+    from sglang_shims._doctor import inspect_library
+    from sglang_shims._gates import detect_gpus
+
+    capabilities, _ = detect_gpus()
+    for capability in capabilities:
+        library = _library_for(Path(locations[0]), capability)
+        if library is None:
+            continue
+        info = inspect_library(library)
+        if not info.runs_on(capability):
+            held = ", ".join(info.sass) or "no SASS"
+            return (f"no kernel image for sm_{capability[0]}{capability[1]} in"
+                    f" {library.parent.name}/{library.name} (it holds {held})")
+    return None
+
+
+def provide(ctx: PatchContext) -> None:
+    from sglang_shims import kernels
+    from sglang_shims.kernels._provider import (
+        Provider,
+        choose_surface,
+        define_torch_ops,
+        sglang_kernel_pin,
+    )
+
+    pin = sglang_kernel_pin()
+    version = choose_surface(pin)
+    implementations = {name: kernels.OPS[name] for name in kernels.OPS}
+    implementations["FusedSetKVBufferArg"] = kernels.FusedSetKVBufferArg
+    provider = Provider("sgl_kernel", version, ctx.cause, ctx.manifest.id, implementations,
+                        REMEDY)
+    provider.build_package(ctx.module)
+    finder = provider.install_finder()
+    ctx.on_undo("sys.meta_path: sgl_kernel submodule finder",
+                lambda: sys.meta_path.remove(finder) if finder in sys.meta_path else None)
+    names = set(provider.exports)
+    for sub in provider.submodules.values():
+        names |= sub
+    if "torch" in sys.modules or _importable("torch"):
+        defined = define_torch_ops(names)
+        ctx.note(f"{len(defined)} sgl_kernel torch ops defined")
+    served = sorted(provider.exports & set(implementations))
+    ctx.note(f"export surface of sgl-kernel {version} (sglang pins {pin or 'none'});"
+             f" implemented: {', '.join(served)}; every other name raises when called")
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None

@@ -1,0 +1,204 @@
+"""Serve the ``sgl_kernel`` package from our kernels when the real one cannot run.
+
+The module object sglang imports as ``sgl_kernel`` is filled here: every name of the
+export surface of the kernel release the installed sglang pins exists -- our Triton
+implementations where we have them (norms, gated activations, RoPE, MoE top-k), and
+for everything else a lazy :class:`~sglang_shims._proxy.OptionalSymbol` that raises a
+clear error only if called.  Names outside that surface raise AttributeError, so
+sglang's own ``try: from sgl_kernel import X / except ImportError`` fallbacks still
+choose their alternative.  Submodules (``sgl_kernel.kvcacheio`` ...) are served the
+same way by a finder that only answers for ``sgl_kernel.*``.  The ``sgl_kernel::*``
+torch ops are defined too, since sglang >= 0.5.x registers fake kernels for them at
+import: real schemas and kernels for the ops we implement, a catch-all schema for the
+rest.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from functools import cache
+from importlib.machinery import ModuleSpec
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .._proxy import OptionalSymbol
+
+DATA = Path(__file__).with_name("data") / "sgl_kernel_exports.json"
+# Helper names the real modules import for themselves; never part of the surface.
+_NOT_EXPORTS = frozenset({
+    "Any", "Callable", "Dict", "Enum", "Iterable", "List", "Literal", "NamedTuple",
+    "Optional", "Sequence", "Tuple", "Type", "TYPE_CHECKING", "Union", "annotations",
+    "ctypes", "dataclass", "dataclasses", "field", "functools", "glob", "importlib",
+    "logging", "math", "os", "platform", "shutil", "struct", "sys", "torch", "triton", "tl",
+    "warnings", "Path", "lru_cache", "cache", "partial", "wraps",
+})
+
+
+@cache
+def _surfaces() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))["versions"]
+    return data
+
+
+def choose_surface(pinned: str | None) -> str:
+    """The kernel release whose export surface to serve: the one sglang pins, else the
+    newest known release not newer than the pin, else the newest known."""
+    from packaging.version import InvalidVersion, Version
+
+    known = [v for v in _surfaces() if "+" not in v]
+    if pinned in _surfaces():
+        return pinned
+    if pinned:
+        try:
+            limit = Version(pinned)
+            older = [v for v in known if Version(v) <= limit]
+            if older:
+                return max(older, key=Version)
+        except InvalidVersion:
+            pass
+    return max(known, key=Version)
+
+
+def sglang_kernel_pin() -> str | None:
+    """The sgl-kernel / sglang-kernel version the installed sglang requires, if any."""
+    import re
+    from importlib import metadata
+
+    try:
+        requirements = metadata.requires("sglang") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for line in requirements:
+        match = re.match(r"^(sgl-kernel|sglang-kernel)\s*==\s*([^;\s]+)", line)
+        if match:
+            return match.group(2)
+    return None
+
+
+def _names(names: Sequence[str]) -> list[str]:
+    return [n for n in names if n.isidentifier() and not n.startswith("_")
+            and n not in _NOT_EXPORTS]
+
+
+class _SubmoduleFinder:
+    """Serves ``<package>.<sub>`` for the submodules of the surface; nothing else."""
+
+    def __init__(self, package: str, build: Callable[[ModuleType], None]) -> None:
+        self.prefix = package + "."
+        self.build = build
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None
+                  ) -> ModuleSpec | None:
+        if not fullname.startswith(self.prefix):
+            return None
+        return ModuleSpec(fullname, self, is_package=True)  # type: ignore[arg-type]
+
+    def create_module(self, spec: ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.build(module)
+
+
+class Provider:
+    """Builds the stand-in package and its submodules for one export surface."""
+
+    def __init__(self, package: str, version: str, cause: str, patch_id: str,
+                 implementations: dict[str, Any], remedy: str) -> None:
+        self.package = package
+        self.version = version
+        self.cause = cause
+        self.patch_id = patch_id
+        self.implementations = implementations
+        self.remedy = remedy
+        entry = _surfaces()[version]
+        self.exports = set(_names([e for e in entry["exports"] if not e.startswith("*")]))
+        for star in (e for e in entry["exports"] if e.startswith(f"*{package}.")):
+            self.exports |= set(_names(entry["submodules"].get(star.split(".", 1)[1], [])))
+        self.submodules: dict[str, set[str]] = {
+            sub: set(_names(names)) for sub, names in entry["submodules"].items()}
+        self.proxies: dict[str, OptionalSymbol] = {}
+
+    def explain(self, qualname: str) -> Callable[[], str]:
+        def text() -> str:
+            return (f"{qualname} is not available: sgl_kernel is served by sglang-shims'"
+                    f" fallback kernels ({self.cause}), which implement only the ops a"
+                    f" dense bf16/fp16 model needs. {self.remedy}"
+                    f" [patch {self.patch_id!r}; `sglang-shims explain {self.patch_id}`]")
+
+        return text
+
+    def symbol(self, module_name: str, name: str) -> Any:
+        key = f"{module_name}.{name}"
+        if key not in self.proxies:
+            self.proxies[key] = OptionalSymbol(module_name, name, self.patch_id,
+                                               self.explain(key))
+        return self.proxies[key]
+
+    def fill(self, module: ModuleType, names: set[str]) -> None:
+        """Real implementations bound now; every other surface name on first access."""
+        module_name = module.__name__
+        for name in sorted(names & set(self.implementations)):
+            setattr(module, name, self.implementations[name])
+
+        def lookup(attr: str) -> Any:
+            if attr in names:
+                value = self.symbol(module_name, attr)
+                setattr(module, attr, value)
+                return value
+            raise AttributeError(f"module {module_name!r} has no attribute {attr!r}"
+                                 f" (sgl_kernel {self.version} did not export it either)")
+
+        module.__getattr__ = lookup  # type: ignore[method-assign]
+        module.__all__ = sorted(names)  # type: ignore[attr-defined]
+
+    def build_package(self, module: ModuleType) -> None:
+        module.__path__ = []  # type: ignore[attr-defined]
+        module.__version__ = self.version  # type: ignore[attr-defined]
+        module.__sglang_shims_fallback__ = self.cause  # type: ignore[attr-defined]
+        self.fill(module, self.exports)
+        if "common_ops" not in vars(module):
+            module.common_ops = ModuleType(f"{self.package}.common_ops")  # type: ignore[attr-defined]
+
+    def build_submodule(self, module: ModuleType) -> None:
+        sub = module.__name__[len(self.package) + 1:]
+        module.__path__ = []  # type: ignore[attr-defined]
+        if sub == "scalar_type":
+            from . import _scalar_type
+
+            for name in ("ScalarType", "scalar_types", "NanRepr"):
+                setattr(module, name, getattr(_scalar_type, name))
+            return
+        self.fill(module, self.submodules.get(sub, set()))
+
+    def install_finder(self) -> _SubmoduleFinder:
+        finder = _SubmoduleFinder(self.package, self.build_submodule)
+        sys.meta_path.insert(0, finder)
+        return finder
+
+
+def define_torch_ops(names: set[str]) -> list[str]:
+    """Real ops for what we implement; a catch-all schema for the rest of the surface,
+    so that sglang can register its fake kernels.  Returns the names defined."""
+    import torch
+
+    from ._torch_ops import register_torch_ops
+
+    defined = list(register_torch_ops("sgl_kernel"))
+    library = torch.library.Library("sgl_kernel", "FRAGMENT")
+    for name in sorted(names):
+        if name[0].isupper() or hasattr(torch.ops.sgl_kernel, name):
+            continue
+        try:
+            library.define(f"{name}(Tensor[] args) -> ()")
+            defined.append(name)
+        except RuntimeError:
+            pass
+    _LIBRARIES.append(library)
+    return defined
+
+
+_LIBRARIES: list[Any] = []  # keep the fragment alive for the life of the process
