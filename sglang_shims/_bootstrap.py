@@ -31,12 +31,10 @@ if TYPE_CHECKING:
 # patch id -> (module whose import triggers it, on by default, policy is required,
 #              stands in for the module)
 PATCHES: dict[str, tuple[str, bool, bool, bool]] = {
-    "file-uri-media": ("sglang.srt.utils", True, False, False),
     "sgl-kernel-dist-renamed": ("sglang.srt.entrypoints.engine", True, False, False),
     "sgl-kernel-fused-marlin-moe": ("sgl_kernel", True, False, False),
     "sgl-kernel-triton-fallback": ("sgl_kernel", True, False, True),
     "torch-amx-probe-removed": ("sglang.srt.utils", True, False, False),
-    "triton-cache-helpers-removed": ("sglang.srt.utils", True, False, False),
 }
 # END GENERATED WATCH TABLE
 
