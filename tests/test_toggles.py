@@ -71,8 +71,15 @@ class TestPrecedence:
         assert t.decide(IDS[1], True)[0] is False
 
     def test_watched_modules_follow_toggles(self) -> None:
+        from sglang_shims._bootstrap import PATCHES
+
+        on_kernel = [pid for pid, entry in PATCHES.items() if entry[0] == "sgl_kernel"]
+        assert IDS[0] in on_kernel
         assert "sgl_kernel" in watched_modules(toggles())
-        assert "sgl_kernel" not in watched_modules(toggles(SGLANG_SHIMS_DISABLE=IDS[0]))
+        assert "sgl_kernel" in watched_modules(toggles(SGLANG_SHIMS_DISABLE=IDS[0])) \
+            or on_kernel == [IDS[0]]
+        assert "sgl_kernel" not in watched_modules(
+            toggles(SGLANG_SHIMS_DISABLE=",".join(on_kernel)))
 
 
 class TestUnknownIds:
