@@ -78,6 +78,9 @@ def provide(ctx: PatchContext) -> None:
     if "torch" in sys.modules or _importable("torch"):
         defined = define_torch_ops(names)
         ctx.note(f"{len(defined)} sgl_kernel torch ops defined")
+    # sglang checks the kernel's distribution version at server start; the stand-in has
+    # none, and sglang's own switch for that check is the honest way through it.
+    ctx.setenv("SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK", "1")
     served = sorted(provider.exports & set(implementations))
     ctx.note(f"export surface of sgl-kernel {version} (sglang pins {pin or 'none'});"
              f" implemented: {', '.join(served)}; every other name raises when called")
