@@ -131,7 +131,7 @@ class Server:
                                      stdout=log.open("w"), stderr=subprocess.STDOUT,
                                      start_new_session=True)
 
-    def wait(self, timeout: float = 300) -> None:
+    def wait(self, timeout: float = 150) -> None:
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -223,6 +223,8 @@ def main() -> int:
     parser.add_argument("--new", type=int, default=32)
     parser.add_argument("--decode", type=int, default=128, help="tokens per throughput run")
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--models", default="qwen3,llama",
+                        help="which correctness runs (qwen3 via the launcher, llama via .pth)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     import torch
@@ -243,6 +245,8 @@ def main() -> int:
     launcher = [sys.executable, "-m", "sglang_shims.launch"]
     plain = [sys.executable, "-m", "sglang.launch_server"]
     for name, cmd in (("qwen3", launcher), ("llama", plain)):
+        if name not in args.models.split(","):
+            continue
         ref = reference(assets["models"][name], prompts, args.new)
         run = serve(f"{name}-fp32", cmd, assets["models"][name], "float32", args.out, {},
                     [(prompts, args.new)])

@@ -145,6 +145,11 @@ class Provider:
             setattr(module, name, self.implementations[name])
 
         def lookup(attr: str) -> Any:
+            if module_name == self.package and attr in self.submodules:
+                # `sgl_kernel.allreduce` as an attribute: the submodule, served by our finder
+                import importlib
+
+                return importlib.import_module(f"{self.package}.{attr}")
             if attr in names:
                 value = self.symbol(module_name, attr)
                 setattr(module, attr, value)
