@@ -14,6 +14,31 @@ from ._gates import Environment
 from ._static import survey
 
 
+def serving_tier(findings: list[Finding], env: Environment, result: Any) -> Finding:
+    """Which kernels would serve sglang here, and why (issue: JIT fallback tier)."""
+    fallback = next((v for v in result.views
+                     if v.manifest.id == "sgl-kernel-triton-fallback"), None)
+    kernel = env.first_installed(("sgl-kernel", "sglang-kernel"))
+    broken = [f for f in findings if f.check in ("sgl-kernel-abi", "sgl-kernel-arch",
+                                                 "sgl-kernel-import") and f.level == "fail"]
+    if kernel[1] is not None and not broken:
+        return Finding("serving tier", "info",
+                       f"{kernel[0]} {kernel[1]} (ahead-of-time kernels) serves sgl_kernel")
+    why = f"{broken[0].check}: {broken[0].detail}" if broken else "no kernel is installed"
+    if fallback is None or not fallback.enabled:
+        return Finding("serving tier", "fail", f"nothing can serve sgl_kernel ({why}) and"
+                       " the fallback patch is disabled",
+                       "enable sgl-kernel-triton-fallback, or install a matching kernel")
+    if fallback.judged.state == "not-applicable":
+        return Finding("serving tier", "warn", f"sgl_kernel cannot serve ({why}) and the"
+                       f" fallback does not apply here: {fallback.judged.reason}",
+                       "install a kernel built for this torch and GPU")
+    tier = "Triton (JIT, compiled for this GPU)" if env.version("triton") else \
+        "eager PyTorch (triton is not installed)"
+    return Finding("serving tier", "info", f"sglang-shims' fallback kernels would serve"
+                   f" sgl_kernel: {tier}; because {why}")
+
+
 def doctor(probe_import: bool = True) -> tuple[list[Finding], dict[str, Any]]:
     env = Environment()
     findings = diagnose(env, probe_import=probe_import)
@@ -28,6 +53,7 @@ def doctor(probe_import: bool = True) -> tuple[list[Finding], dict[str, Any]]:
                 f"patch {view.manifest.id}", "warn", view.judged.reason,
                 f"the installed {view.manifest.target} changed; update sglang-shims, or"
                 f" `sglang-shims explain {view.manifest.id}`"))
+    findings.append(serving_tier(findings, env, result))
     for warning in result.warnings():
         findings.append(Finding("toggles", "warn", warning,
                                 "fix the variable; `sglang-shims list` shows the known ids"))

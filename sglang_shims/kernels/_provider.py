@@ -161,16 +161,17 @@ class Provider:
         module.__all__ = sorted(names)  # type: ignore[attr-defined]
 
     def build_package(self, module: ModuleType) -> None:
-        module.__path__ = []  # type: ignore[attr-defined]
+        module.__path__ = []
         module.__version__ = self.version  # type: ignore[attr-defined]
         module.__sglang_shims_fallback__ = self.cause  # type: ignore[attr-defined]
         self.fill(module, self.exports)
         if "common_ops" not in vars(module):
-            module.common_ops = ModuleType(f"{self.package}.common_ops")  # type: ignore[attr-defined]
+            common_ops = ModuleType(f"{self.package}.common_ops")
+            module.common_ops = common_ops  # type: ignore[attr-defined]
 
     def build_submodule(self, module: ModuleType) -> None:
         sub = module.__name__[len(self.package) + 1:]
-        module.__path__ = []  # type: ignore[attr-defined]
+        module.__path__ = []
         if sub == "scalar_type":
             from . import _scalar_type
 
