@@ -250,7 +250,7 @@ def main() -> int:
         ref = reference(assets["models"][name], prompts, args.new)
         run = serve(f"{name}-fp32", cmd, assets["models"][name], "float32", args.out, {},
                     [(prompts, args.new)])
-        if "runs" in run and run["runs"]:
+        if run.get("runs"):
             run["compare"] = compare(run["runs"][0]["tokens"], ref)
         for r in run.get("runs", []):
             r.pop("tokens", None)
@@ -284,9 +284,9 @@ def markdown(results: dict[str, Any]) -> str:
         cmp = run.get("compare", {})
         verdicts = "; ".join(f"{k}: {v}" for k, v in (run.get("report") or {}).get(
             "verdicts", {}).items() if "not-applicable" not in v and "disabled" not in v)
+        ties = f", {len(cmp.get('near_tie_divergences', []))} near-tie" if cmp else ""
         lines.append(f"| {key} | {run.get('command', '')} | "
-                     f"{cmp.get('identical', 0)}/8 identical"
-                     f"{', ' + str(len(cmp.get('near_tie_divergences', []))) + ' near-tie' if cmp else ''}"
+                     f"{cmp.get('identical', 0)}/8 identical{ties}"
                      f"{', ERROR ' + run['error'] if 'error' in run else ''} | "
                      f"{(run.get('report') or {}).get('processes')} | {verdicts} |")
     lines += ["", "| decode throughput, bf16 | batch 1 tok/s | batch 32 tok/s |", "|---|---|---|"]

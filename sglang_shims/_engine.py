@@ -169,7 +169,7 @@ class Engine:
         manifest = self._claim_instead(name)
         if manifest is None:
             return None
-        on, by = self.enabled[manifest.id]
+        by = self.enabled[manifest.id][1]
         ctx = PatchContext(manifest, module, self.env.versions, self.claims)
         forced = by.startswith(("SGLANG_SHIMS_ENABLE", _toggles.patch_var(manifest.id)))
         try:
