@@ -320,3 +320,22 @@ def test_reimport_after_patching_is_reported(target: Path, tmp_path: Path) -> No
     assert result.stdout.splitlines()[0] == "1"
     entry = result.json()["demo-patch"]
     assert entry["stale"] is True and "imported again" in entry["notes"][-1]
+
+
+def test_extra_paths_are_vetted(tmp_path: Path) -> None:
+    """SGLANG_SHIMS_PATH: relative, missing and world-writable entries are refused, each
+    with a reason; nothing is ever read from the current directory implicitly."""
+    from sglang_shims._catalog import extra_roots
+
+    good = tmp_path / "good"
+    good.mkdir(mode=0o755)
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    loose.chmod(0o777)
+    value = ":".join(["relative/dir", str(tmp_path / "missing"), str(loose), str(good), ""])
+    roots, warnings = extra_roots(value)
+    assert roots == [good]
+    assert len(warnings) == 3
+    assert "relative" in warnings[0] and "current directory" in warnings[0]
+    assert "cannot stat" in warnings[1]
+    assert "world-writable" in warnings[2]

@@ -112,3 +112,18 @@ class TestShippedPatches:
         text = _index.PTH.read_text(encoding="utf-8")
         assert text.count("\n") == 1 and text.startswith("import ")
         assert re.match(r"^sglang_shims\._bootstrap:start\n$", _index.START.read_text())
+
+
+@given(st.dictionaries(st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_|. ", min_size=1, max_size=20),
+                       st.text(alphabet="<>=!~0123456789.,* abrcpostdev+", max_size=25),
+                       max_size=4))
+def test_any_gate_table_fails_cleanly(table: dict[str, str]) -> None:
+    """Arbitrary gate keys and specifiers: parsed, or one ManifestError naming the gate."""
+    from sglang_shims._manifest import parse_gates
+
+    try:
+        gates = parse_gates(table, "gates")
+    except ManifestError as exc:
+        assert str(exc).startswith("gates: gate ")
+    else:
+        assert len(gates) == len(table)
