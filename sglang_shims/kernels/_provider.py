@@ -194,12 +194,14 @@ def define_torch_ops(names: set[str]) -> list[str]:
     from ._torch_ops import register_torch_ops
 
     defined = list(register_torch_ops("sgl_kernel"))
-    library = torch.library.Library("sgl_kernel", "FRAGMENT")
+    library = torch.library.Library(  # type: ignore[no-untyped-call, unused-ignore]
+        "sgl_kernel", "FRAGMENT")
     for name in sorted(names):
         if name[0].isupper() or hasattr(torch.ops.sgl_kernel, name):
             continue
         try:
-            library.define(f"{name}(Tensor[] args) -> ()")
+            schema = f"{name}(Tensor[] args) -> ()"
+            library.define(schema)  # type: ignore[no-untyped-call, unused-ignore]
             defined.append(name)
         except RuntimeError:
             pass
