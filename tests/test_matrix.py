@@ -74,7 +74,8 @@ def test_release(patch_id: str, version: str, inside: bool,
 
 def test_releases_list_is_sorted_and_has_the_key_versions() -> None:
     assert sorted(RELEASES, key=Version) == RELEASES
-    assert {"0.5.1", "0.5.5.post3", "0.5.6", "0.5.9", "0.5.10", "0.5.0rc2"} <= set(RELEASES)
+    assert {"0.1.24", "0.5.1", "0.5.5.post3", "0.5.6", "0.5.9", "0.5.10", "0.5.0rc2"} <= set(
+        RELEASES)
 
 
 def test_standin_versions_cover_test_with() -> None:
