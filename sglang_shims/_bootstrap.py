@@ -31,10 +31,14 @@ if TYPE_CHECKING:
 # patch id -> (module whose import triggers it, on by default, policy is required,
 #              stands in for the module)
 PATCHES: dict[str, tuple[str, bool, bool, bool]] = {
+    "alloc-conf-env-mirror": ("sglang", True, False, False),
+    "file-uri-media": ("sglang.srt.utils", True, False, False),
+    "gemma-norm-fp32-plus-one": ("sglang.srt.models.gemma", False, False, False),
     "sgl-kernel-dist-renamed": ("sglang.srt.entrypoints.engine", True, False, False),
     "sgl-kernel-fused-marlin-moe": ("sgl_kernel", True, False, False),
     "sgl-kernel-triton-fallback": ("sgl_kernel", True, False, True),
     "torch-amx-probe-removed": ("sglang.srt.utils", True, False, False),
+    "triton-cache-helpers-removed": ("sglang.srt.utils", True, False, False),
 }
 # END GENERATED WATCH TABLE
 
