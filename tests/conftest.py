@@ -25,6 +25,22 @@ pytest_plugins = ["sglang_shims.testing.pytest_plugin"]
 REPO = Path(__file__).resolve().parent.parent
 ACTIVATE = "import sglang_shims._bootstrap as _b; _b.activate('test')\n"
 
+# Test harness only: one H100 as far as sglang's import-time checks can tell.  Prepended to
+# code run in a subprocess; every real version skew is left for the patches to fix.
+FAKE_CUDA = """
+import types, torch
+_props = types.SimpleNamespace(
+    name="NVIDIA H100 80GB HBM3", major=9, minor=0, total_memory=80 << 30,
+    multi_processor_count=132, warp_size=32, L2_cache_size=50 << 20,
+    max_shared_memory_per_block_optin=232448, gcnArchName="")
+torch.cuda.is_available = lambda: True
+torch.cuda.device_count = lambda: 1
+torch.cuda.current_device = lambda: 0
+torch.cuda.get_device_properties = lambda *a, **k: _props
+torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
+torch.cuda.get_device_name = lambda *a, **k: _props.name
+"""
+
 
 def clean_env(**extra: str) -> dict[str, str]:
     """The current environment without any SGLANG_SHIMS_* setting or PYTHONPATH."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Result, need, run_python
+from .conftest import FAKE_CUDA, Result, need, run_python
 
 pytestmark = pytest.mark.wheels
 
@@ -42,21 +42,6 @@ SERVING_GRAPH = [
     "sglang.srt.models.qwen3",
     "sglang.srt.models.qwen3_moe",
 ]
-
-# Test harness only: one H100 as far as sglang's import-time checks can tell.
-FAKE_CUDA = """
-import types, torch
-_props = types.SimpleNamespace(
-    name="NVIDIA H100 80GB HBM3", major=9, minor=0, total_memory=80 << 30,
-    multi_processor_count=132, warp_size=32, L2_cache_size=50 << 20,
-    max_shared_memory_per_block_optin=232448, gcnArchName="")
-torch.cuda.is_available = lambda: True
-torch.cuda.device_count = lambda: 1
-torch.cuda.current_device = lambda: 0
-torch.cuda.get_device_properties = lambda *a, **k: _props
-torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
-torch.cuda.get_device_name = lambda *a, **k: _props.name
-"""
 
 IMPORT_ALL = FAKE_CUDA + """
 import importlib, json, traceback

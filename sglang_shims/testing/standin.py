@@ -17,17 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parent.parent / "kernels" / "data" / "sgl_kernel_exports.json"
-
-# Helper names that the real submodules import for themselves (typing, stdlib,
-# torch); a consumer never imports them from sgl_kernel, so no stub is written.
-_NOT_EXPORTS = frozenset({
-    "Any", "Callable", "Dict", "Enum", "Iterable", "List", "Literal", "NamedTuple",
-    "Optional", "Sequence", "Tuple", "Type", "TYPE_CHECKING", "Union", "annotations",
-    "ctypes", "dataclass", "dataclasses", "field", "functools", "glob", "importlib",
-    "logging", "math", "os", "platform", "shutil", "struct", "sys", "torch", "triton", "tl",
-    "warnings", "Path", "lru_cache", "cache", "partial", "wraps",
-})
+from ..kernels._provider import _NOT_EXPORTS, DATA
 
 
 @cache

@@ -22,25 +22,15 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need, run_python
+from ..conftest import FAKE_CUDA, need, run_python
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "gemma-norm-fp32-plus-one"
 
-CODE = r'''
+CODE = FAKE_CUDA + r'''
 import json, os, socket, sys, types
 import torch
-_props = types.SimpleNamespace(
-    name="NVIDIA H100 80GB HBM3", major=9, minor=0, total_memory=80 << 30,
-    multi_processor_count=132, warp_size=32, L2_cache_size=50 << 20,
-    max_shared_memory_per_block_optin=232448, gcnArchName="")
-torch.cuda.is_available = lambda: True
-torch.cuda.device_count = lambda: 1
-torch.cuda.current_device = lambda: 0
-torch.cuda.get_device_properties = lambda *a, **k: _props
-torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
-torch.cuda.get_device_name = lambda *a, **k: _props.name
 
 import sglang.srt.models.gemma as gemma
 from sglang.srt.distributed import parallel_state as ps
