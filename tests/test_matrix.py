@@ -36,6 +36,17 @@ def sglang_spec(manifest: Manifest) -> SpecifierSet:
     return SpecifierSet(gate.spec)
 
 
+def gpu_for(manifest: Manifest) -> list[tuple[int, int]]:
+    """A GPU the patch's own GPU gate accepts (none needed without a gate)."""
+    if not manifest.gpu:
+        return []
+    spec = SpecifierSet(manifest.gpu)
+    for cap in ((12, 0), (10, 0), (9, 0), (11, 0), (12, 1), (10, 3), (8, 9)):
+        if spec.contains(Version(f"{cap[0]}.{cap[1]}")):
+            return [cap]
+    raise AssertionError(f"{manifest.id}: no known GPU matches {manifest.gpu}")
+
+
 def cases() -> list[tuple[str, str, bool]]:
     out = []
     for manifest in MANIFESTS:
@@ -62,7 +73,8 @@ def test_release(patch_id: str, version: str, inside: bool,
         versions[dist] = dist_version
         if dist in ("sgl-kernel", "sglang-kernel"):
             search.append(standin_kernel(dist_version, name=dist))
-    env = Environment(versions=versions, hermetic=True)
+    env = Environment(versions=versions, hermetic=True, capabilities=gpu_for(manifest),
+                      gpu_source="matrix")
     judged = assess(manifest, env, search_path=search)
     if inside:
         assert judged.state == "would-apply", f"{version}: {judged.state}: {judged.reason}"
