@@ -34,11 +34,15 @@ PATCHES: dict[str, tuple[str, bool, bool, bool]] = {
     "alloc-conf-env-mirror": ("sglang", True, False, False),
     "file-uri-media": ("sglang.srt.utils", True, False, False),
     "gemma-norm-fp32-plus-one": ("sglang.srt.models.gemma", False, False, False),
+    "sgl-kernel-cuda-runtime-preload": ("sgl_kernel", True, False, False),
     "sgl-kernel-dist-renamed": ("sglang.srt.entrypoints.engine", True, False, False),
     "sgl-kernel-fused-marlin-moe": ("sgl_kernel", True, False, False),
     "sgl-kernel-triton-fallback": ("sgl_kernel", True, False, True),
+    "sm120-triton-attention-tiles": ("sglang.srt.utils", True, False, False),
+    "sm120-trtllm-backend-autoselect": ("sglang.srt.server_args", True, False, False),
     "torch-amx-probe-removed": ("sglang.srt.utils", True, False, False),
     "triton-cache-helpers-removed": ("sglang.srt.utils", True, False, False),
+    "triton-ptxas-blackwell": ("sglang", True, False, False),
 }
 # END GENERATED WATCH TABLE
 
