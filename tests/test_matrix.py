@@ -65,7 +65,8 @@ def cases() -> list[tuple[str, str, bool]]:
 @pytest.mark.parametrize(("patch_id", "version", "inside"), cases())
 def test_release(patch_id: str, version: str, inside: bool,
                  sglang_release: Callable[[str], Path],
-                 standin_kernel: Callable[..., Path]) -> None:
+                 standin_kernel: Callable[..., Path],
+                 pypi_release: Callable[[str, str], Path]) -> None:
     manifest = next(m for m in MANIFESTS if m.id == patch_id)
     search = [sglang_release(version)]
     versions: dict[str, str | None] = {"sglang": version}
@@ -73,6 +74,10 @@ def test_release(patch_id: str, version: str, inside: bool,
         versions[dist] = dist_version
         if dist in ("sgl-kernel", "sglang-kernel"):
             search.append(standin_kernel(dist_version, name=dist))
+        elif manifest.target.partition(".")[0] == dist.replace("-", "_"):
+            # the patch's target lives in that distribution (a transformers module, say):
+            # put its real wheel on the search path so the fingerprint is read from it
+            search.append(pypi_release(dist, dist_version))
     env = Environment(versions=versions, hermetic=True, capabilities=gpu_for(manifest),
                       gpu_source="matrix")
     judged = assess(manifest, env, search_path=search)

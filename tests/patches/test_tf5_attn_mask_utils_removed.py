@@ -1,0 +1,143 @@
+"""tf5-attn-mask-utils-removed: sglang 0.5.1's CLIP on transformers 5.24, masks as in 4.55.
+
+The stand-in helpers are compared with transformers 4.55.2's own implementations on
+random shapes (batch, query and past lengths, sliding windows, padding masks, three
+dtypes): transformers 4.55.2 computes the reference tensors in one interpreter, the
+patched sglang 0.5.1 process on transformers 5.24.0 computes the same cases through the
+module ``sglang/srt/models/clip.py`` imported them from, and the results must be equal
+element for element (``torch.equal``, ``None`` where 4.55 returns ``None``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import need, run_python
+from ._transformers import FAKE_CUDA, transformers_paths
+
+pytestmark = pytest.mark.wheels
+
+PATCH = "tf5-attn-mask-utils-removed"
+
+# The same pseudo-random cases in both interpreters.
+CASES = """
+import random, torch
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+def causal_cases():
+    rng = random.Random(20240)
+    for _ in range(60):
+        yield dict(input_shape=(rng.randint(1, 4), rng.randint(1, 9)), dtype=rng.choice(DTYPES),
+                   device="cpu", past_key_values_length=rng.choice([0, 0, rng.randint(1, 7)]),
+                   sliding_window=rng.choice([None, None, rng.randint(1, 8)]))
+
+def padding_cases():
+    rng = random.Random(7)
+    gen = torch.Generator().manual_seed(7)
+    for _ in range(40):
+        bsz, src = rng.randint(1, 4), rng.randint(1, 9)
+        mask = torch.randint(0, 2, (bsz, src), generator=gen)
+        mask = rng.choice([mask, mask.bool(), mask.float()])
+        yield dict(mask=mask, dtype=rng.choice(DTYPES),
+                   tgt_len=rng.choice([None, rng.randint(1, 9)]))
+
+def compute(causal, padding):
+    return ([causal(**c) for c in causal_cases()], [padding(**c) for c in padding_cases()])
+"""
+
+REFERENCE = CASES + """
+import sys, transformers
+assert transformers.__version__ == "4.55.2", transformers.__version__
+from transformers.modeling_attn_mask_utils import (
+    _create_4d_causal_attention_mask, _prepare_4d_attention_mask)
+torch.save(compute(_create_4d_causal_attention_mask, _prepare_4d_attention_mask), sys.argv[1])
+print("{}")
+"""
+
+PATCHED = FAKE_CUDA + CASES + """
+import json, sys, transformers
+result = {"transformers": transformers.__version__}
+try:
+    import sglang.srt.models.clip as clip
+    result["clip"] = "imported"
+except Exception as exc:
+    result["clip"] = f"{type(exc).__name__}: {exc}"
+    clip = None
+if clip is not None:
+    import transformers.modeling_attn_mask_utils as mask_utils
+    assert clip._create_4d_causal_attention_mask is mask_utils._create_4d_causal_attention_mask
+    ours = compute(mask_utils._create_4d_causal_attention_mask,
+                   mask_utils._prepare_4d_attention_mask)
+    reference = torch.load(sys.argv[1])
+    def same(a, b):
+        if a is None or b is None:
+            return a is None and b is None
+        return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
+    result["causal"] = [same(a, b) for a, b in zip(ours[0], reference[0])]
+    result["causal_none"] = sum(r is None for r in reference[0])
+    result["padding"] = [same(a, b) for a, b in zip(ours[1], reference[1])]
+    result["registered"] = transformers.modeling_attn_mask_utils is mask_utils
+    try:
+        from transformers.modeling_attn_mask_utils import AttentionMaskConverter  # noqa: F401
+    except ImportError as exc:
+        result["other_import"] = str(exc)
+    try:
+        mask_utils.AttentionMaskConverter
+    except AttributeError as exc:
+        result["other_attribute"] = str(exc)
+import sglang_shims
+result["state"] = sglang_shims.status()[PATCH]["state"]
+print(json.dumps(result))
+""".replace("PATCH", repr(PATCH))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory,
+              pypi_release: Callable[[str, str], Path]) -> Path:
+    need("torch")
+    out = tmp_path_factory.mktemp("masks") / "reference.pt"
+    result = run_python(REFERENCE, paths=(pypi_release("transformers", "4.55.2"),),
+                        activate=False, args=(str(out),))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def paths(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path],
+          pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
+    for module in ("torch", "fastapi", "zmq"):
+        need(module)
+    return (*transformers_paths(pypi_release, "5.24.0"), sglang_release("0.5.1"),
+            standin_kernel("0.3.18"))
+
+
+def run(paths: tuple[Path, ...], reference: Path, **env: str) -> dict[str, Any]:
+    result = run_python(PATCHED, paths=paths, env=env, timeout=600, args=(str(reference),))
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = result.json()
+    assert isinstance(data, dict)
+    assert data["transformers"] == "5.24.0"
+    return data
+
+
+def test_stock_clip_does_not_import(paths: tuple[Path, ...], reference: Path) -> None:
+    data = run(paths, reference, SGLANG_SHIMS_DISABLE=PATCH)
+    assert data["state"] == "disabled"
+    assert data["clip"] == \
+        "ModuleNotFoundError: No module named 'transformers.modeling_attn_mask_utils'"
+
+
+def test_patched_masks_equal_transformers_4_55(paths: tuple[Path, ...], reference: Path) -> None:
+    data = run(paths, reference)
+    assert data["state"] == "applied" and data["clip"] == "imported"
+    assert data["registered"]
+    assert len(data["causal"]) == 60 and all(data["causal"])
+    assert 0 < data["causal_none"] < 60  # single-token queries without a window: None in both
+    assert len(data["padding"]) == 40 and all(data["padding"])
+    # the rest of the removed module stays missing, with errors that say why
+    assert "sglang-shims patch tf5-attn-mask-utils-removed" in data["other_import"]
+    assert "provides only _create_4d_causal_attention_mask" in data["other_attribute"]

@@ -1,0 +1,115 @@
+"""tf5-vision-rope-renamed: sglang 0.5.1's Qwen2.5-VL on transformers 5.24, RoPE as in 4.55.
+
+transformers 4.55.2's own ``Qwen2_5_VisionRotaryEmbedding`` computes the reference
+frequencies in one interpreter; the patched sglang 0.5.1 process on transformers 5.24.0
+computes the same cases with the class ``sglang/srt/models/qwen2_5_vl.py`` imported, and
+buffers and outputs must be equal element for element.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import need, run_python
+from ._transformers import FAKE_CUDA, transformers_paths
+
+pytestmark = pytest.mark.wheels
+
+PATCH = "tf5-vision-rope-renamed"
+
+CASES = """
+import torch
+# (dim, theta or None for the default, seqlen): head_dim // 2 of real towers and odd ones
+CASES = [(40, None, 1), (40, None, 64), (64, None, 100), (64, 1e4, 17), (32, 5e5, 33),
+         (20, 2.5e3, 7), (80, None, 256)]
+
+def compute(cls):
+    out = []
+    for dim, theta, seqlen in CASES:
+        module = cls(dim) if theta is None else cls(dim, theta)
+        out.append((module.inv_freq, module(seqlen), sorted(module.state_dict())))
+    return out
+"""
+
+REFERENCE = CASES + """
+import sys, transformers
+assert transformers.__version__ == "4.55.2", transformers.__version__
+from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VisionRotaryEmbedding
+torch.save(compute(Qwen2_5_VisionRotaryEmbedding), sys.argv[1])
+print("{}")
+"""
+
+PATCHED = FAKE_CUDA + CASES + """
+import json, sys, transformers
+result = {"transformers": transformers.__version__}
+import sglang.srt.layers.quantization  # sglang 0.5.1 needs this first (own import cycle)
+try:
+    import sglang.srt.models.qwen2_5_vl as qwen2_5_vl
+    result["import"] = "ok"
+except Exception as exc:
+    result["import"] = f"{type(exc).__name__}: {exc}"
+    qwen2_5_vl = None
+if qwen2_5_vl is not None:
+    from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as upstream
+    cls = qwen2_5_vl.Qwen2_5_VisionRotaryEmbedding
+    result["same_object"] = cls is upstream.Qwen2_5_VisionRotaryEmbedding
+    result["new_class_kept"] = hasattr(upstream, "Qwen2_5_VLVisionRotaryEmbedding")
+    ours, reference = compute(cls), torch.load(sys.argv[1])
+    result["equal"] = [
+        a[0].dtype == b[0].dtype and torch.equal(a[0], b[0]) and a[1].shape == b[1].shape
+        and torch.equal(a[1], b[1]) and a[2] == b[2] for a, b in zip(ours, reference)]
+    result["shapes"] = [list(a[1].shape) for a in ours]
+import sglang_shims
+result["state"] = sglang_shims.status()[PATCH]["state"]
+print(json.dumps(result))
+""".replace("PATCH", repr(PATCH))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory,
+              pypi_release: Callable[[str, str], Path]) -> Path:
+    need("torch")
+    out = tmp_path_factory.mktemp("qwen_rope") / "reference.pt"
+    result = run_python(REFERENCE, paths=(pypi_release("transformers", "4.55.2"),),
+                        activate=False, args=(str(out),))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def paths(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path],
+          pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
+    for module in ("torch", "fastapi", "zmq"):
+        need(module)
+    return (*transformers_paths(pypi_release, "5.24.0"), sglang_release("0.5.1"),
+            standin_kernel("0.3.18"))
+
+
+def run(paths: tuple[Path, ...], reference: Path, **env: str) -> dict[str, Any]:
+    result = run_python(PATCHED, paths=paths, env=env, timeout=600, args=(str(reference),))
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = result.json()
+    assert isinstance(data, dict)
+    assert data["transformers"] == "5.24.0"
+    return data
+
+
+def test_stock_qwen2_5_vl_does_not_import(paths: tuple[Path, ...], reference: Path) -> None:
+    data = run(paths, reference, SGLANG_SHIMS_DISABLE=PATCH)
+    assert data["state"] == "disabled"
+    assert data["import"].startswith(
+        "ImportError: cannot import name 'Qwen2_5_VisionRotaryEmbedding' from "
+        "'transformers.models.qwen2_5_vl.modeling_qwen2_5_vl'")
+
+
+def test_patched_rotary_equals_transformers_4_55(paths: tuple[Path, ...],
+                                                 reference: Path) -> None:
+    data = run(paths, reference)
+    assert data["state"] == "applied" and data["import"] == "ok"
+    assert data["same_object"] and data["new_class_kept"]
+    assert len(data["equal"]) == 7 and all(data["equal"])
+    assert data["shapes"][1] == [64, 20]  # (seqlen, dim // 2)
