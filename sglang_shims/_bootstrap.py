@@ -42,11 +42,20 @@ PATCHES: dict[str, tuple[str, bool, bool, bool]] = {
     "sm120-trtllm-backend-autoselect": ("sglang.srt.server_args", True, False, False),
     "tf-config-register-collision": ("sglang.srt.configs.qwen3_asr", True, False, False),
     "tf5-attn-mask-utils-removed": ("sglang.srt.models.clip", True, False, False),
-    "tf5-chat-template-return-dict": ("sglang.srt.entrypoints.openai.serving_chat", True, False, False),
+    "tf5-chat-template-return-dict": (
+        "sglang.srt.entrypoints.openai.serving_chat",
+        True, False, False,
+    ),
     "tf5-config-dataclass-defaults": ("sglang.srt.models.vila", True, False, False),
-    "tf5-pixtral-rope-renamed": ("transformers.models.pixtral.modeling_pixtral", True, False, False),
+    "tf5-pixtral-rope-renamed": (
+        "transformers.models.pixtral.modeling_pixtral",
+        True, False, False,
+    ),
     "tf5-rope-theta-moved": ("sglang.srt.utils", True, False, False),
-    "tf5-vision-rope-renamed": ("transformers.models.qwen2_5_vl.modeling_qwen2_5_vl", True, False, False),
+    "tf5-vision-rope-renamed": (
+        "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
+        True, False, False,
+    ),
     "torch-amx-probe-removed": ("sglang.srt.utils", True, False, False),
     "triton-cache-helpers-removed": ("sglang.srt.utils", True, False, False),
     "triton-ptxas-blackwell": ("sglang", True, False, False),

@@ -69,8 +69,12 @@ def render_table(table: dict[str, tuple[str, bool, bool, bool]]) -> str:
              "# patch id -> (module whose import triggers it, on by default, policy is required,\n",
              "#              stands in for the module)\n",
              "PATCHES: dict[str, tuple[str, bool, bool, bool]] = {\n"]
-    lines += [f"    {pid!r}: ({mod!r}, {default}, {required}, {instead}),\n".replace("'", '"')
-              for pid, (mod, default, required, instead) in table.items()]
+    for pid, (mod, default, required, instead) in table.items():
+        entry = f"    {pid!r}: ({mod!r}, {default}, {required}, {instead}),\n".replace("'", '"')
+        if len(entry) > 100:  # keep the generated module inside the project's line length
+            entry = (f"    {pid!r}: (\n        {mod!r},\n        {default}, {required}, {instead},"
+                     f"\n    ),\n").replace("'", '"')
+        lines.append(entry)
     lines += ["}\n", END]
     return "".join(lines)
 
