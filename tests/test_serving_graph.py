@@ -1,7 +1,7 @@
 """sglang 0.5.1's whole serving import graph on today's stack, on CPU, CUDA branches on.
 
 The real sglang 0.5.1 wheel, a stand-in sgl-kernel 0.3.18 (its exact export surface),
-torch 2.14.1 and transformers 4.55.2: every module of the launch path, the managers,
+torch 2.14.1 and transformers 4.55.2 (and 5.24.0): every module of the launch path, the managers,
 the scheduler, the model runner, the layers and the Llama / Qwen2 / Qwen3 / Qwen3-MoE
 model files must import under the shims; with ``SGLANG_SHIMS=0`` the same imports fail.
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -55,7 +56,9 @@ for name in MODULES:
 import sglang_shims
 import sglang.srt.utils as utils
 states = {k: v["state"] for k, v in sglang_shims.status().items()}
-print(json.dumps({"results": results, "is_cuda": bool(utils.is_cuda()), "states": states}))
+import transformers
+print(json.dumps({"results": results, "is_cuda": bool(utils.is_cuda()), "states": states,
+                  "transformers": transformers.__version__}))
 """
 
 
@@ -64,35 +67,53 @@ def import_graph(paths: tuple[Path, ...], **env: str) -> Result:
     return run_python(code, paths=paths, env=env, timeout=600)
 
 
-STACKS = [("0.5.1", "0.3.18"), ("0.5.1", "0.3.21"), ("0.5.5.post3", "0.3.18"),
-          ("0.5.5.post3", "0.3.21")]
+# (sglang, stand-in sgl-kernel, transformers or None for the installed 4.55.2)
+STACKS = [("0.5.1", "0.3.18", None), ("0.5.1", "0.3.21", None), ("0.5.1", "0.3.18", "5.24.0"),
+          ("0.5.5.post3", "0.3.18", None), ("0.5.5.post3", "0.3.21", None)]
 
 
-@pytest.fixture(scope="module", params=STACKS, ids=[f"sglang{s}-kernel{k}" for s, k in STACKS])
+class Stack(NamedTuple):
+    paths: tuple[Path, ...]
+    transformers: str | None  # the version put first on the path, if any
+
+
+def stack_id(stack: tuple[str, str, str | None]) -> str:
+    sglang, kernel, transformers = stack
+    return f"sglang{sglang}-kernel{kernel}" + (f"-transformers{transformers}" if transformers
+                                               else "")
+
+
+@pytest.fixture(scope="module", params=STACKS, ids=[stack_id(s) for s in STACKS])
 def stack(request: pytest.FixtureRequest, sglang_release: Callable[[str], Path],
-          standin_kernel: Callable[..., Path]) -> tuple[Path, ...]:
+          standin_kernel: Callable[..., Path],
+          pypi_release: Callable[[str, str], Path]) -> Stack:
     for module in ("torch", "transformers", "fastapi", "zmq"):
         need(module)
     from sglang_shims.testing.standin import ops_faked_by
 
-    sglang, kernel = request.param
+    from .patches._transformers import transformers_paths
+
+    sglang, kernel, transformers = request.param
     root = sglang_release(sglang)
-    return (root, standin_kernel(kernel, torch_ops=ops_faked_by(root)))
+    newer = transformers_paths(pypi_release, transformers) if transformers else ()
+    paths = (*newer, root, standin_kernel(kernel, torch_ops=ops_faked_by(root)))
+    return Stack(paths, transformers)
 
 
-def test_serving_graph_imports_under_the_shims(stack: tuple[Path, ...]) -> None:
-    result = import_graph(stack)
+def test_serving_graph_imports_under_the_shims(stack: Stack) -> None:
+    result = import_graph(stack.paths)
     assert result.returncode == 0, result.stderr[-3000:]
     data = result.json()
     assert isinstance(data, dict)
     assert data["is_cuda"], "the CUDA branches must be the ones taken"
+    assert data["transformers"] == (stack.transformers or "4.55.2")
     failed = {k: v for k, v in data["results"].items() if v != "ok"}
     assert failed == {}, json.dumps(failed, indent=1)
     assert data["states"]["sgl-kernel-fused-marlin-moe"] == "applied"
 
 
-def test_serving_graph_fails_without_the_shims(stack: tuple[Path, ...]) -> None:
-    result = import_graph(stack, SGLANG_SHIMS="0")
+def test_serving_graph_fails_without_the_shims(stack: Stack) -> None:
+    result = import_graph(stack.paths, SGLANG_SHIMS="0")
     data = result.json()
     assert isinstance(data, dict)
     failed = {k: v for k, v in data["results"].items() if v != "ok"}

@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ..conftest import FAKE_CUDA  # re-exported for the transformers-5 tests
+
+__all__ = ["COMPANIONS", "FAKE_CUDA", "SINGLE_PROCESS_TP", "transformers_paths"]
+
 # transformers release -> the hub and tokenizers wheels that satisfy its Requires-Dist
 # (5.24.0: huggingface-hub>=1.31.0,<3.0, tokenizers>=0.23.1,<0.24.0).
 COMPANIONS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -24,22 +28,6 @@ def transformers_paths(pypi_release: Callable[[str, str], Path],
     return (pypi_release("transformers", version),
             *(pypi_release(dist, dist_version) for dist, dist_version in extra))
 
-
-# Test harness only (as in tests/test_serving_graph.py): one H100 as far as sglang's
-# import-time checks can tell, so the CUDA branches (and no vllm) are taken on CPU.
-FAKE_CUDA = """
-import types, torch
-_props = types.SimpleNamespace(
-    name="NVIDIA H100 80GB HBM3", major=9, minor=0, total_memory=80 << 30,
-    multi_processor_count=132, warp_size=32, L2_cache_size=50 << 20,
-    max_shared_memory_per_block_optin=232448, gcnArchName="")
-torch.cuda.is_available = lambda: True
-torch.cuda.device_count = lambda: 1
-torch.cuda.current_device = lambda: 0
-torch.cuda.get_device_properties = lambda *a, **k: _props
-torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
-torch.cuda.get_device_name = lambda *a, **k: _props.name
-"""
 
 # Test harness only: a one-process tensor-parallel group (gloo) so that sglang's
 # parallel layers can be constructed on CPU.
