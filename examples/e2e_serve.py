@@ -18,9 +18,14 @@ architectures) offline, then
    with the eager-PyTorch tier (``SGLANG_SHIMS_KERNEL_BACKEND=torch``), same settings.
 
 Token criterion: identical greedy tokens in float32, where both sides compute the same
-math in the same precision; a sequence may differ from its first differing position
+math in the same precision (the float32 runs set ``TRITON_F32_DEFAULT=ieee``: Triton's
+``tl.dot`` otherwise rounds float32 inputs to TF32, and sglang's Triton attention uses it); a sequence may differ from its first differing position
 only where the reference's own top-2 logit margin there is below 1e-3 (a tie that
 float32 rounding may break either way), which is reported.
+
+``--fp32-tiers triton,torch`` also runs the float32 check on the eager-PyTorch tier and
+``--attention-backend torch_native`` swaps sglang's attention backend, to bisect a
+mismatch; ``e2e.json`` keeps every run's tokens and the reference's tokens and margins.
 
 It prints a markdown table and writes ``e2e.json`` and the server logs to ``--out``.
 """
@@ -46,6 +51,10 @@ FLAGS = ["--attention-backend", "triton", "--sampling-backend", "pytorch",
          "--grammar-backend", "none", "--disable-cuda-graph", "--mem-fraction-static", "0.3",
          "--context-length", "1024", "--log-level", "warning"]
 ENV = {"SGLANG_IS_FLASHINFER_AVAILABLE": "false"}
+# Triton computes tl.dot on float32 inputs in TF32 by default on sm_80+ (sglang's Triton
+# attention does); the float32 correctness runs ask for IEEE float32 so that both sides
+# really compute in the same precision.
+FP32_ENV = {"TRITON_F32_DEFAULT": "ieee"}
 CORPUS = ("the quick brown fox jumps over the lazy dog while a small model learns to serve "
           "tokens on a large gpu through patches that keep old releases alive on new stacks "
           "every kernel is compiled for the device in hand and every process reports what "
@@ -175,7 +184,7 @@ def compare(got: list[list[int]], ref: list[dict[str, Any]], tie: float = 1e-3
                    if a != b) if len(tokens) == len(r["tokens"]) else 0
         entry = {"prompt": i, "first_difference": pos, "reference_margin": r["margins"][pos]}
         (ties if r["margins"][pos] < tie else bad).append(entry)
-    return {"identical": exact, "near_tie_divergences": ties, "mismatches": bad,
+    return {"identical": exact, "of": len(ref), "near_tie_divergences": ties, "mismatches": bad,
             "pass": not bad}
 
 
@@ -225,7 +234,12 @@ def main() -> int:
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--models", default="qwen3,llama",
                         help="which correctness runs (qwen3 via the launcher, llama via .pth)")
+    parser.add_argument("--attention-backend", default="triton",
+                        help="sglang attention backend for every run (triton, torch_native)")
+    parser.add_argument("--fp32-tiers", default="triton",
+                        help="kernel tiers for the float32 correctness runs: triton,torch")
     args = parser.parse_args()
+    FLAGS[FLAGS.index("--attention-backend") + 1] = args.attention_backend
     args.out.mkdir(parents=True, exist_ok=True)
     import torch
 
@@ -248,15 +262,19 @@ def main() -> int:
         if name not in args.models.split(","):
             continue
         ref = reference(assets["models"][name], prompts, args.new)
-        run = serve(f"{name}-fp32", cmd, assets["models"][name], "float32", args.out, {},
-                    [(prompts, args.new)])
-        if run.get("runs"):
-            run["compare"] = compare(run["runs"][0]["tokens"], ref)
-        for r in run.get("runs", []):
-            r.pop("tokens", None)
-        results[f"{name}-fp32"] = run
-        print(json.dumps({name: {k: v for k, v in run.items() if k != "runs"}}, indent=1),
-              flush=True)
+        results[f"{name}-reference"] = ref
+        for tier in args.fp32_tiers.split(","):
+            key = f"{name}-fp32" + ("" if tier == "triton" else f"-{tier}")
+            env = dict(FP32_ENV)
+            if tier != "triton":
+                env["SGLANG_SHIMS_KERNEL_BACKEND"] = tier
+            run = serve(key, cmd, assets["models"][name], "float32", args.out, env,
+                        [(prompts, args.new)])
+            if run.get("runs"):  # tokens are kept in e2e.json for bisecting a mismatch
+                run["compare"] = compare(run["runs"][0]["tokens"], ref)
+            results[key] = run
+            print(json.dumps({key: {k: v for k, v in run.items() if k != "runs"}}, indent=1),
+                  flush=True)
     if not args.skip_throughput:
         batch32 = (prompts * 4)[:32]
         for tier, env in (("triton", {}), ("torch", {"SGLANG_SHIMS_KERNEL_BACKEND": "torch"})):
@@ -268,8 +286,7 @@ def main() -> int:
             print(json.dumps({tier: run}, indent=1), flush=True)
     (args.out / "e2e.json").write_text(json.dumps(results, indent=1))
     print(markdown(results))
-    ok = all(results.get(k, {}).get("compare", {}).get("pass") for k in ("qwen3-fp32",
-                                                                        "llama-fp32"))
+    ok = all(results[k].get("compare", {}).get("pass") for k in results if "-fp32" in k)
     return 0 if ok else 1
 
 
@@ -279,16 +296,17 @@ def markdown(results: dict[str, Any]) -> str:
              f" {results['triton']}; sgl-kernel installed: {results['sgl-kernel']}", "",
              "| run | started by | tokens vs transformers | processes (role, origin, applied)"
              " | patch verdicts |", "|---|---|---|---|---|"]
-    for key in ("qwen3-fp32", "llama-fp32"):
+    for key in [k for k in results if "-fp32" in k]:
         run = results.get(key, {})
         cmp = run.get("compare", {})
         verdicts = "; ".join(f"{k}: {v}" for k, v in (run.get("report") or {}).get(
             "verdicts", {}).items() if "not-applicable" not in v and "disabled" not in v)
         ties = f", {len(cmp.get('near_tie_divergences', []))} near-tie" if cmp else ""
-        lines.append(f"| {key} | {run.get('command', '')} | "
-                     f"{cmp.get('identical', 0)}/8 identical{ties}"
-                     f"{', ERROR ' + run['error'] if 'error' in run else ''} | "
-                     f"{(run.get('report') or {}).get('processes')} | {verdicts} |")
+        tokens = f"{cmp['identical']}/{cmp['of']} identical{ties}" if cmp else "no tokens"
+        error = f", ERROR {run['error']}" if "error" in run else ""
+        processes = (run.get("report") or {}).get("processes")
+        lines.append(f"| {key} | {run.get('command', '')} | {tokens}{error} | {processes}"
+                     f" | {verdicts} |")
     lines += ["", "| decode throughput, bf16 | batch 1 tok/s | batch 32 tok/s |", "|---|---|---|"]
     tiers = {}
     for tier in ("triton", "torch"):
