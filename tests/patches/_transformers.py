@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from ..conftest import FAKE_CUDA  # re-exported for the transformers-5 tests
+import pytest
 
-__all__ = ["COMPANIONS", "FAKE_CUDA", "SINGLE_PROCESS_TP", "transformers_paths"]
+from ..conftest import FAKE_CUDA, need, run_python
+
+__all__ = ["COMPANIONS", "FAKE_CUDA", "SINGLE_PROCESS_TP", "TRANSFORMERS5", "reference_file",
+           "run_json", "sglang_on_transformers5", "transformers_paths"]
 
 # transformers release -> the hub and tokenizers wheels that satisfy its Requires-Dist
 # (5.24.0: huggingface-hub>=1.31.0,<3.0, tokenizers>=0.23.1,<0.24.0).
@@ -45,3 +49,45 @@ _dp.initialize_dp_attention(
                                       moe_dense_tp_size=None, pp_size=1, device="cpu"),
     model_config=types.SimpleNamespace(hidden_size=256, dtype=torch.float32))
 """
+
+
+TRANSFORMERS5 = "5.24.0"  # the transformers every tf5 patch test runs sglang on
+REFERENCE_TRANSFORMERS = "4.55.2"  # sglang 0.5.1's pin: where reference values come from
+
+
+def sglang_on_transformers5(sglang_release: Callable[[str], Path],
+                            pypi_release: Callable[[str, str], Path],
+                            standin_kernel: Callable[..., Path] | None = None,
+                            sglang: str = "0.5.1") -> tuple[Path, ...]:
+    """PYTHONPATH for one sglang release on transformers 5 (and a stand-in sgl-kernel
+    0.3.18, which sglang's layers need, when ``standin_kernel`` is given)."""
+    need("torch")
+    kernel: tuple[Path, ...] = ()
+    if standin_kernel is not None:
+        for module in ("fastapi", "zmq"):
+            need(module)
+        kernel = (standin_kernel("0.3.18"),)
+    return (*transformers_paths(pypi_release, TRANSFORMERS5), sglang_release(sglang), *kernel)
+
+
+def run_json(code: str, paths: tuple[Path, ...], env: dict[str, str] | None = None,
+             args: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Run ``code`` under the shims on ``paths``; its JSON line, checked to come from a
+    process that really had transformers 5 (its ``transformers`` key)."""
+    result = run_python(code, paths=paths, env=env or {}, timeout=600, args=args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = result.json()
+    assert isinstance(data, dict)
+    assert data["transformers"] == TRANSFORMERS5
+    return data
+
+
+def reference_file(tmp_path_factory: pytest.TempPathFactory,
+                   pypi_release: Callable[[str, str], Path], code: str, name: str) -> Path:
+    """Run ``code`` (no shims) on transformers 4.55.2; it saves its values to argv[1]."""
+    need("torch")
+    out = tmp_path_factory.mktemp(name) / "reference.pt"
+    result = run_python(code, paths=(pypi_release("transformers", REFERENCE_TRANSFORMERS),),
+                        activate=False, args=(str(out),))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need, run_python
-from ._transformers import FAKE_CUDA, transformers_paths
+from ._transformers import FAKE_CUDA, reference_file, run_json, sglang_on_transformers5
 
 pytestmark = pytest.mark.wheels
 
@@ -95,31 +94,17 @@ print(json.dumps(result))
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory,
               pypi_release: Callable[[str, str], Path]) -> Path:
-    need("torch")
-    out = tmp_path_factory.mktemp("pixtral_rope") / "reference.pt"
-    result = run_python(REFERENCE, paths=(pypi_release("transformers", "4.55.2"),),
-                        activate=False, args=(str(out),))
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out
+    return reference_file(tmp_path_factory, pypi_release, REFERENCE, "pixtral_rope")
 
 
 @pytest.fixture(scope="module")
 def paths(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path],
           pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    for module in ("torch", "fastapi", "zmq"):
-        need(module)
-    return (*transformers_paths(pypi_release, "5.24.0"), sglang_release("0.5.1"),
-            standin_kernel("0.3.18"))
+    return sglang_on_transformers5(sglang_release, pypi_release, standin_kernel)
 
 
 def run(paths: tuple[Path, ...], reference: Path, disable: str) -> dict[str, Any]:
-    result = run_python(PATCHED, paths=paths, env={"SGLANG_SHIMS_DISABLE": disable},
-                        timeout=600, args=(str(reference),))
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    assert data["transformers"] == "5.24.0"
-    return data
+    return run_json(PATCHED, paths, {"SGLANG_SHIMS_DISABLE": disable}, args=(str(reference),))
 
 
 def test_stock_pixtral_does_not_import(paths: tuple[Path, ...], reference: Path) -> None:

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need, run_python
-from ._transformers import FAKE_CUDA, SINGLE_PROCESS_TP, transformers_paths
+from ._transformers import FAKE_CUDA, SINGLE_PROCESS_TP, run_json, sglang_on_transformers5
 
 pytestmark = pytest.mark.wheels
 
@@ -83,18 +82,12 @@ print(json.dumps({
 @pytest.fixture(scope="module")
 def paths(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path],
           pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    for module in ("torch", "fastapi", "zmq"):
-        need(module)
-    return (*transformers_paths(pypi_release, "5.24.0"), sglang_release("0.5.1"),
-            standin_kernel("0.3.18"))
+    return sglang_on_transformers5(sglang_release, pypi_release, standin_kernel)
 
 
 def run(paths: tuple[Path, ...], **env: str) -> dict[str, Any]:
-    result = run_python(CODE, paths=paths, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    assert data["transformers"] == "5.24.0" and data["rotary"] == "RotaryEmbedding"
+    data = run_json(CODE, paths, env)
+    assert data["rotary"] == "RotaryEmbedding"
     return data
 
 

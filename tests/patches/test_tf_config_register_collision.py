@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need, run_python
-from ._transformers import transformers_paths
+from ._transformers import run_json, sglang_on_transformers5
 
 pytestmark = pytest.mark.wheels
 
@@ -58,17 +57,11 @@ print(json.dumps(result))
 @pytest.fixture(scope="module")
 def paths(sglang_release: Callable[[str], Path],
           pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    need("torch")
-    return (*transformers_paths(pypi_release, "5.24.0"), sglang_release("0.5.19"))
+    return sglang_on_transformers5(sglang_release, pypi_release, sglang="0.5.19")
 
 
 def run(paths: tuple[Path, ...], **env: str) -> dict[str, Any]:
-    result = run_python(CODE, paths=paths, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    assert data["transformers"] == "5.24.0"
-    return data
+    return run_json(CODE, paths, env)
 
 
 def test_stock_sglang_configs_do_not_import(paths: tuple[Path, ...]) -> None:
