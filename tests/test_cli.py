@@ -164,6 +164,12 @@ def test_patches_doc_is_current() -> None:
     assert current == expected, "regenerate: sglang-shims list --markdown > docs/patches.md"
 
 
+def test_readme_counts_the_builtin_patches() -> None:
+    count = len(list((REPO / "patches").glob("*/manifest.toml")))
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert f"\n{count} patches, each with" in readme, f"README's 'What it fixes' must say {count}"
+
+
 def test_doctor_flags_kernel_built_for_another_torch(standin_kernel: Callable[..., Path]) -> None:
     """sgl-kernel 0.3.18 was built against torch 2.8.0: next to torch 2.14.1 it is a `fail`
     with the remedy, and doctor exits 1."""
