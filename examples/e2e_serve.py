@@ -19,9 +19,10 @@ architectures) offline, then
 
 Token criterion: identical greedy tokens in float32, where both sides compute the same
 math in the same precision (the float32 runs set ``TRITON_F32_DEFAULT=ieee``: Triton's
-``tl.dot`` otherwise rounds float32 inputs to TF32, and sglang's Triton attention uses it); a sequence may differ from its first differing position
-only where the reference's own top-2 logit margin there is below 1e-3 (a tie that
-float32 rounding may break either way), which is reported.
+``tl.dot`` otherwise rounds float32 inputs to TF32, and sglang's Triton attention uses
+it); a sequence may differ from its first differing position only where the
+reference's own top-2 logit margin there is below 1e-3 (a tie that float32 rounding may
+break either way), which is reported.
 
 ``--fp32-tiers triton,torch`` also runs the float32 check on the eager-PyTorch tier and
 ``--attention-backend torch_native`` swaps sglang's attention backend, to bisect a
