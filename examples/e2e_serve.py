@@ -176,13 +176,19 @@ class Server:
 
 def compare(got: list[list[int]], ref: list[dict[str, Any]], tie: float = 1e-3
             ) -> dict[str, Any]:
+    """Greedy tokens against the reference; a sequence of the wrong length is its own
+    failure (``length``), never a difference "at token 0" (sglang 0.5.1-0.5.4.post2
+    put the prompt's tail in ``output_ids``: patch ``output-ids-prompt-tail``)."""
     exact, ties, bad = 0, [], []
     for i, (tokens, r) in enumerate(zip(got, ref, strict=True)):
         if tokens == r["tokens"]:
             exact += 1
             continue
-        pos = next(j for j, (a, b) in enumerate(zip(tokens, r["tokens"], strict=False))
-                   if a != b) if len(tokens) == len(r["tokens"]) else 0
+        if len(tokens) != len(r["tokens"]):
+            bad.append({"prompt": i, "length": len(tokens), "expected": len(r["tokens"])})
+            continue
+        pos = next(j for j, (a, b) in enumerate(zip(tokens, r["tokens"], strict=True))
+                   if a != b)
         entry = {"prompt": i, "first_difference": pos, "reference_margin": r["margins"][pos]}
         (ties if r["margins"][pos] < tie else bad).append(entry)
     return {"identical": exact, "of": len(ref), "near_tie_divergences": ties, "mismatches": bad,

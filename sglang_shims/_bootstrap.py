@@ -34,6 +34,7 @@ PATCHES: dict[str, tuple[str, bool, bool, bool]] = {
     "alloc-conf-env-mirror": ("sglang", True, False, False),
     "file-uri-media": ("sglang.srt.utils", True, False, False),
     "gemma-norm-fp32-plus-one": ("sglang.srt.models.gemma", False, False, False),
+    "output-ids-prompt-tail": ("sglang.srt.managers.detokenizer_manager", True, False, False),
     "sgl-kernel-cuda-runtime-preload": ("sgl_kernel", True, False, False),
     "sgl-kernel-dist-renamed": ("sglang.srt.entrypoints.engine", True, False, False),
     "sgl-kernel-fused-marlin-moe": ("sgl_kernel", True, False, False),

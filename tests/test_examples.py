@@ -38,6 +38,16 @@ def test_compare_tells_ties_from_mismatches(e2e: ModuleType) -> None:
     assert e2e.compare([[5, 8, 8], [1, 2, 3], [9, 9, 9]], REF)["pass"] is True
 
 
+def test_compare_reports_a_wrong_length_as_such(e2e: ModuleType) -> None:
+    # what sglang 0.5.1 returned without output-ids-prompt-tail: the prompt's tail first
+    got = [[40, 41, 5, 6, 7], [1, 2, 3], [9, 9, 9]]
+    result = e2e.compare(got, REF)
+    assert result["identical"] == 2
+    assert result["mismatches"] == [{"prompt": 0, "length": 5, "expected": 3}]
+    assert result["near_tie_divergences"] == []
+    assert result["pass"] is False
+
+
 def test_markdown_lists_every_fp32_run_and_the_tier_ratio(e2e: ModuleType) -> None:
     results = {
         "date": "2026-11-30", "gpu": "GPU", "torch": "2.11", "sglang": "0.5.1",

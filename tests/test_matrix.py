@@ -4,7 +4,8 @@ Static, as ``sglang-shims check`` is: the real wheel is unpacked (cached) and th
 patch judged against its files with a hermetic environment (the sglang version, plus
 the versions the manifest's ``[range] test_with`` names, stand-in kernels on the
 search path).  Inside the range the fingerprints must match and the patch must
-``would-apply``; the release just below and just above must be ``not-applicable``.
+``would-apply``; the release just below and just above, and any release the range
+excludes between its ends, must be ``not-applicable``.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def cases() -> list[tuple[str, str, bool]]:
         assert inside, f"{manifest.id}: no published release in {spec}"
         first, last = RELEASES.index(inside[0]), RELEASES.index(inside[-1])
         out += [(manifest.id, v, True) for v in inside]
+        # releases the range excludes between its ends (``!=`` holes) must stay stock too
+        out += [(manifest.id, v, False) for v in RELEASES[first:last + 1] if v not in inside]
         if first > 0:
             out.append((manifest.id, RELEASES[first - 1], False))
         if last + 1 < len(RELEASES):
