@@ -1,75 +1,135 @@
-# Harness run in a subprocess by tests/test_model_forward.py: fakes CUDA for sglang's
-# import-time checks, builds sglang's Qwen3/Llama and transformers' twins on the same
-# weights, and prints the max logit difference.  Test-only: not part of the package.
-import sys, os, types, importlib, dataclasses, json
+# Harness run in a subprocess by tests/test_model_forward.py (after conftest.FAKE_CUDA):
+# sglang 0.5.1's own Qwen3 and Llama classes serve a ragged batch of 8 prompts -- one
+# prefill, then decode steps -- through sglang's real KV-cache pools and one of its real
+# attention backends (H2_BACKEND: torch_native, or triton run by TRITON_INTERPRET), on
+# transformers' weights.  Prints, per model, the greedy tokens' agreement with
+# transformers' generate() and the largest logit difference against transformers run
+# teacher-forced on sglang's own continuation.  Test-only: not part of the package.
+import contextlib, dataclasses, importlib, json, os, types
 import torch
-# fake CUDA for sglang's import-time checks
-_props = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0, total_memory=80 << 30,
-    multi_processor_count=132, warp_size=32, L2_cache_size=50 << 20, max_shared_memory_per_block_optin=232448, gcnArchName="")
-torch.cuda.is_available = lambda: True
-torch.cuda.device_count = lambda: 1
-torch.cuda.current_device = lambda: 0
-torch.cuda.get_device_properties = lambda *a, **k: _props
-torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
-class _S:
+
+class _Stream:
     def __init__(self, *a, **k): pass
     def wait_stream(self, *a, **k): pass
-torch.cuda.Stream = _S
-import contextlib
-torch.cuda.current_stream = lambda *a, **k: _S()
+torch.cuda.Stream = _Stream
+torch.cuda.current_stream = lambda *a, **k: _Stream()
 torch.cuda.stream = lambda s=None: contextlib.nullcontext()
 importlib.import_module("sglang.srt.configs.model_config")
 import sgl_kernel
 from sglang.srt.distributed import parallel_state as ps
 from sglang.srt.layers import dp_attention
-ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, distributed_init_method="tcp://127.0.0.1:29544", backend="gloo")
+from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
+from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch, ForwardMode
+import transformers
+
+BACKEND = os.environ["H2_BACKEND"]
+HEADS, KV_HEADS, HEAD_DIM, LAYERS = 4, 2, 64, 2
+LENS = [5, 17, 33, 9, 40, 12, 21, 3]   # ragged, not multiples of any block size
+STEPS = 4                              # decode steps after the prefill
+ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                distributed_init_method="tcp://127.0.0.1:29544")
 ps.initialize_model_parallel(tensor_model_parallel_size=1)
-dp_attention.initialize_dp_attention(server_args=types.SimpleNamespace(enable_dp_attention=False, tp_size=1, dp_size=1, moe_dense_tp_size=None, pp_size=1, device="cpu"),
+dp_attention.initialize_dp_attention(
+    server_args=types.SimpleNamespace(enable_dp_attention=False, tp_size=1, dp_size=1,
+                                      moe_dense_tp_size=None, pp_size=1, device="cpu"),
     model_config=types.SimpleNamespace(hidden_size=256, dtype=torch.float32))
+g = torch.Generator().manual_seed(7)
+PROMPTS = [torch.randint(3, 128, (n,), generator=g).tolist() for n in LENS]
 
-class FakeAttn:
-    def forward(self, q, k, v, layer, forward_batch, save_kv_cache=True, **kw):
-        n = q.shape[0]
-        q = q.view(n, layer.tp_q_head_num, layer.qk_head_dim).transpose(0, 1)
-        k = k.view(n, layer.tp_k_head_num, layer.qk_head_dim).transpose(0, 1)
-        v = v.view(n, layer.tp_v_head_num, layer.v_head_dim).transpose(0, 1)
-        rep = q.shape[0] // k.shape[0]
-        k = k.repeat_interleave(rep, 0); v = v.repeat_interleave(rep, 0)
-        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=layer.scaling)
-        return o.transpose(0, 1).reshape(n, -1)
 
-def fb_for(n):
-    from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMode, CaptureHiddenMode
+def runner():
+    """What sglang's backends read from a ModelRunner, with real pools on the CPU."""
+    mr = types.SimpleNamespace(
+        device="cpu", gpu_id=0, sliding_window_size=None, token_to_kv_pool_allocator=None,
+        req_to_token_pool=ReqToTokenPool(size=16, max_context_len=256, device="cpu",
+                                         enable_memory_saver=False),
+        token_to_kv_pool=MHATokenToKVPool(size=2048, page_size=1, dtype=torch.float32,
+                                          head_num=KV_HEADS, head_dim=HEAD_DIM, layer_num=LAYERS,
+                                          device="cpu", enable_memory_saver=False),
+        server_args=types.SimpleNamespace(speculative_num_draft_tokens=None, page_size=1,
+                                          speculative_num_steps=None,
+                                          triton_attention_num_kv_splits=8),
+        model_config=types.SimpleNamespace(num_attention_heads=HEADS, context_len=256,
+                                           get_num_kv_heads=lambda tp: KV_HEADS,
+                                           is_encoder_decoder=False))
+    if BACKEND == "triton":
+        from sglang.srt.layers.attention.triton_backend import TritonAttnBackend as Backend
+    else:
+        from sglang.srt.layers.attention.torch_native_backend import TorchNativeAttnBackend as Backend
+    mr.attn_backend = Backend(mr)
+    return mr
+
+
+def batch(mr, mode, **fields):
     fb = ForwardBatch.__new__(ForwardBatch)
-    for f in ForwardBatch.__dataclass_fields__.values():
+    for f in dataclasses.fields(ForwardBatch):
         if f.default is not dataclasses.MISSING: setattr(fb, f.name, f.default)
         elif f.default_factory is not dataclasses.MISSING: setattr(fb, f.name, f.default_factory())
         else: setattr(fb, f.name, None)
-    fb.forward_mode = ForwardMode.EXTEND; fb.batch_size = 1
-    fb.input_ids = torch.arange(n) % 128; fb.positions = torch.arange(n)
-    fb.seq_lens = torch.tensor([n]); fb.seq_lens_cpu = torch.tensor([n])
-    fb.extend_seq_lens = torch.tensor([n]); fb.extend_seq_lens_cpu = [n]
-    fb.extend_prefix_lens = torch.tensor([0]); fb.extend_prefix_lens_cpu = [0]
-    fb.extend_start_loc = torch.tensor([0]); fb.extend_num_tokens = n
-    fb.return_logprob = False; fb.attn_backend = FakeAttn(); fb.out_cache_loc = torch.arange(n)
+    fb.forward_mode, fb.batch_size, fb.return_logprob = mode, len(LENS), False
     fb.capture_hidden_mode = CaptureHiddenMode.NULL
+    fb.req_to_token_pool, fb.token_to_kv_pool = mr.req_to_token_pool, mr.token_to_kv_pool
+    fb.attn_backend, fb.req_pool_indices = mr.attn_backend, torch.arange(len(LENS))
+    for k, v in fields.items(): setattr(fb, k, v)
+    fb.seq_lens_cpu, fb.seq_lens_sum = fb.seq_lens.clone(), int(fb.seq_lens.sum())
     return fb
 
-import transformers
-from transformers import Qwen3Config, LlamaConfig
-tiny = dict(vocab_size=128, hidden_size=256, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, tie_word_embeddings=False, head_dim=64)
-out = {}
-for label, modpath, clsname, cfg in (("qwen3", "sglang.srt.models.qwen3", "Qwen3ForCausalLM", Qwen3Config(rope_theta=1e6, **tiny)),
-                                     ("llama", "sglang.srt.models.llama", "LlamaForCausalLM", LlamaConfig(rope_theta=1e6, **tiny))):
-    cls = getattr(importlib.import_module(modpath), clsname)
-    model = cls(config=cfg, quant_config=None)
+
+def serve(model, mr):
+    """Prefill all prompts in one extend batch, then STEPS greedy decode steps."""
+    table = mr.req_to_token_pool.req_to_token
+    free = iter(range(1, 2048))                  # slot 0 is sglang's padding slot
+    slots = [torch.tensor([next(free) for _ in range(n)]) for n in LENS]
+    for i, s in enumerate(slots):
+        table[i, :len(s)] = s.to(torch.int32)
+    fb = batch(mr, ForwardMode.EXTEND, input_ids=torch.tensor(sum(PROMPTS, [])),
+               positions=torch.cat([torch.arange(n) for n in LENS]), seq_lens=torch.tensor(LENS),
+               extend_seq_lens=torch.tensor(LENS, dtype=torch.int32), extend_seq_lens_cpu=LENS,
+               extend_prefix_lens=torch.zeros(len(LENS), dtype=torch.int32),
+               extend_prefix_lens_cpu=[0] * len(LENS), extend_num_tokens=sum(LENS),
+               extend_start_loc=torch.tensor([0, *LENS[:-1]]).cumsum(0).to(torch.int32),
+               out_cache_loc=torch.cat(slots))
+    lens, tokens, logits = list(LENS), [[] for _ in LENS], [[] for _ in LENS]
+    for step in range(STEPS + 1):
+        mr.attn_backend.init_forward_metadata(fb)
+        with torch.no_grad():
+            out = model(fb.input_ids, fb.positions, fb).next_token_logits
+        for i, row in enumerate(out):
+            logits[i].append(row.clone()); tokens[i].append(int(row.argmax()))
+        if step == STEPS:
+            return tokens, logits
+        new = torch.tensor([next(free) for _ in LENS])
+        for i in range(len(LENS)):
+            table[i, lens[i]] = int(new[i])
+        fb = batch(mr, ForwardMode.DECODE, input_ids=torch.tensor([t[-1] for t in tokens]),
+                   positions=torch.tensor(lens), seq_lens=torch.tensor(lens) + 1,
+                   out_cache_loc=new)
+        lens = [n + 1 for n in lens]
+
+
+tiny = dict(vocab_size=128, hidden_size=256, intermediate_size=256, num_hidden_layers=LAYERS,
+            num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, head_dim=HEAD_DIM,
+            max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=False,
+            rope_theta=1e6)
+result = {}
+for label, module, name in (("qwen3", "sglang.srt.models.qwen3", "Qwen3ForCausalLM"),
+                            ("llama", "sglang.srt.models.llama", "LlamaForCausalLM")):
+    cfg = getattr(transformers, name.replace("ForCausalLM", "Config"))(**tiny)
+    model = getattr(importlib.import_module(module), name)(config=cfg, quant_config=None)
     torch.manual_seed(0)
-    hf = getattr(transformers, clsname)(cfg).eval()
-    model.load_weights(list(hf.state_dict().items()))
-    fb = fb_for(6)
+    hf = getattr(transformers, name)(cfg).eval()
     with torch.no_grad():
-        sg = model(fb.input_ids, fb.positions, fb).next_token_logits[0]
-        ref = hf(fb.input_ids.unsqueeze(0)).logits[0, -1]
-    out[label] = float((sg - ref).abs().max())
-print(json.dumps({"diff": out, "rmsnorm": repr(sgl_kernel.rmsnorm), "fallback": getattr(sgl_kernel, "__sglang_shims_fallback__", None)}))
+        hf.lm_head.weight.mul_(4.0)             # peakier logits: fewer near-ties
+    model.load_weights(list(hf.state_dict().items()))
+    tokens, logits = serve(model, runner())
+    worst, identical = 0.0, 0
+    for i, prompt in enumerate(PROMPTS):
+        with torch.no_grad():
+            ref = hf(torch.tensor([prompt + tokens[i][:-1]])).logits[0, len(prompt) - 1:]
+            greedy = hf.generate(torch.tensor([prompt]), max_new_tokens=STEPS + 1,
+                                 do_sample=False, pad_token_id=0)[0, len(prompt):].tolist()
+        worst = max(worst, float((torch.stack(logits[i]) - ref).abs().max()))
+        identical += greedy == tokens[i]
+    result[label] = {"max_logit_diff": worst, "identical": identical, "of": len(PROMPTS)}
+print(json.dumps({"backend": BACKEND, "models": result,
+                  "fallback": getattr(sgl_kernel, "__sglang_shims_fallback__", None)}))
