@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._common import next_pow2, rows_2d, use_triton
+from ._compile_lock import launch, sizes
 
 if TYPE_CHECKING:
     import torch
@@ -112,7 +113,8 @@ def _triton(out: torch.Tensor, x: torch.Tensor, act: int, d: int) -> None:
     block = min(next_pow2(d), 2048)
     num_warps = max(1, min(4, block // 256))
     grid = (n_rows, triton.cdiv(d, block))
-    _activation_kernels.act_and_mul_kernel[grid](
-        x2, o2, d, x2.stride(0), o2.stride(0), ACT=act, BLOCK=block, num_warps=num_warps)
+    key = ("act_and_mul", act, x2.dtype, o2.dtype, block, num_warps, sizes(d))
+    launch(key, lambda: _activation_kernels.act_and_mul_kernel[grid](
+        x2, o2, d, x2.stride(0), o2.stride(0), ACT=act, BLOCK=block, num_warps=num_warps))
     if target is not None:
         target.copy_(o2.view(target.shape))

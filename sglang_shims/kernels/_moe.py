@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from ._common import next_pow2, use_triton
+from ._compile_lock import launch, sizes
 
 if TYPE_CHECKING:
     import torch
@@ -173,7 +174,9 @@ def _triton(topk_weights: torch.Tensor, topk_ids: torch.Tensor, logits: torch.Te
     block_m = max(1, min(next_pow2(n_rows), 512 // block_e))
     num_warps = max(1, min(8, block_m * block_e // 512))
     grid = (triton.cdiv(n_rows, block_m),)
-    _moe_kernels.topk_softmax_kernel[grid](
+    key = ("topk_softmax", logits.dtype, w.dtype, k, block_m, block_e, renormalize,
+           softcap != 0.0, bias is None, te is None, num_warps, sizes(n_rows))
+    launch(key, lambda: _moe_kernels.topk_softmax_kernel[grid](
         logits, w, ids, te if te is not None else ids, bias if bias is not None else logits,
         n_rows, n_experts,
         logits.stride(0), w.stride(0), ids.stride(0), (te if te is not None else ids).stride(0),
@@ -187,7 +190,7 @@ def _triton(topk_weights: torch.Tensor, topk_ids: torch.Tensor, logits: torch.Te
         HAS_BIAS=bias is not None,
         HAS_TEI=te is not None,
         num_warps=num_warps,
-    )
+    ))
     for pair in outs:
         if pair is not None:
             pair[0].copy_(pair[1])

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._common import next_pow2, rows_2d, use_triton
+from ._compile_lock import launch, sizes
 
 if TYPE_CHECKING:
     import torch
@@ -169,7 +170,9 @@ def _norm_triton(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | No
     num_warps = max(1, min(32 if r2 is not None else 8, block_m * block_n // 512))
     grid = (triton.cdiv(n_rows, block_m),)
     rr = x2 if r2 is None else r2
-    _norm_kernels.rmsnorm_kernel[grid](
+    key = ("rmsnorm", x2.dtype, o2.dtype, r2 is not None, weight_offset, single, block_m,
+           block_n, num_warps, sizes(n_rows))
+    launch(key, lambda: _norm_kernels.rmsnorm_kernel[grid](
         x2, rr, w, o2,
         n_rows, hidden,
         x2.stride(0), rr.stride(0), o2.stride(0),
@@ -180,4 +183,4 @@ def _norm_triton(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | No
         BLOCK_M=block_m,
         BLOCK_N=block_n,
         num_warps=num_warps,
-    )
+    ))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._common import next_pow2, same_memory, use_triton
+from ._compile_lock import launch
 
 if TYPE_CHECKING:
     import torch
@@ -208,7 +209,9 @@ def _triton(q: torch.Tensor, k: torch.Tensor, q_rope: torch.Tensor, k_rope: torc
     kbb = kb if kb is not None else dummy
     vbb = vb if vb is not None else dummy
     locc = loc if loc is not None else pos
-    _rope_kernels.rope_kernel[(n_tokens, n_blocks)](
+    key = ("rope", q.dtype, q_rope.dtype, cache.dtype, interleave, pass_to_dst, save,
+           q_heads, k_heads, half_block, pass_block, v_block, num_warps)
+    launch(key, lambda: _rope_kernels.rope_kernel[(n_tokens, n_blocks)](
         q, k, q_rope, k_rope, cache, pos,
         vv, kbb, vbb, locc,
         n_q, n_k, head_size, rotary_dim,
@@ -225,4 +228,4 @@ def _triton(q: torch.Tensor, k: torch.Tensor, q_rope: torch.Tensor, k_rope: torc
         PASS_BLOCK=pass_block,
         V_BLOCK=v_block,
         num_warps=num_warps,
-    )
+    ))

@@ -1,0 +1,100 @@
+"""One Triton compile at a time across the processes of a server.
+
+Why: tensor-parallel ranks start together and run the same ops on the same shapes, so
+without coordination every rank JIT-compiles every kernel at the same moment -- N
+copies of the same work, all competing for the host's CPUs while the server starts.
+Triton's on-disk cache already turns a second compile of a kernel into a file read;
+what is missing is making the other ranks wait for the first one.
+
+So the first launch of each kernel specialisation in a process runs under an
+exclusive ``flock`` on one file next to Triton's cache (``$TRITON_CACHE_DIR``, else
+``~/.triton/cache``).  The first rank to get it compiles and fills the cache; the
+others get the lock in turn and load what it wrote.  Every later launch of that
+specialisation in the process is a set lookup, no lock.
+
+The key is ours, not Triton's, and deliberately cheap (it is built on every call):
+the op, its compile-time constants, the dtypes and, for the one size that changes
+from call to call (the token count), whether it is 1 or a multiple of 16, as Triton
+specialises integers.  Strides and model sizes are left out: they rarely change
+within a server, and a key that misses one of Triton's specialisations only means
+that compile runs unlocked -- never a wrong result.  Where no lock file can be made
+(read-only home, no ``fcntl``) kernels compile unlocked and one warning says so.
+Under ``TRITON_INTERPRET`` nothing is compiled, so nothing is locked.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Hashable
+from pathlib import Path
+
+from ._common import interpret_mode
+
+LOCK_NAME = "sglang_shims-compile.lock"
+
+_seen: set[Hashable] = set()
+_in_process = threading.Lock()  # threads of one process: one first launch at a time
+_broken: list[str] = []  # why the file lock is unavailable, once known
+waits: list[float] = []  # seconds each locked first launch waited (for tests, diagnostics)
+
+
+def lock_path() -> Path:
+    """The lock file: beside Triton's on-disk cache, which is what it protects."""
+    base = os.environ.get("TRITON_CACHE_DIR", "").strip()
+    return Path(base) if base else Path.home() / ".triton" / "cache"
+
+
+def sizes(*values: int) -> tuple[tuple[bool, bool], ...]:
+    """How Triton specialises integer arguments: equal to 1, divisible by 16."""
+    return tuple((v == 1, v % 16 == 0) for v in values)
+
+
+def launch(key: Hashable, run: Callable[[], object]) -> None:
+    """``run()`` (a kernel launch); under the cross-process lock the first time per key."""
+    if key in _seen or interpret_mode():
+        run()
+        return
+    with _in_process:
+        if key in _seen:
+            run()
+            return
+        _locked(run)
+        _seen.add(key)
+
+
+def _locked(run: Callable[[], object]) -> None:
+    if _broken:
+        run()
+        return
+    try:
+        import fcntl
+        import time
+
+        folder = lock_path()
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except (ImportError, OSError) as exc:
+        _give_up(f"{type(exc).__name__}: {exc}")
+        run()
+        return
+    try:
+        start = time.monotonic()
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        waits.append(time.monotonic() - start)
+        try:
+            run()
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _give_up(reason: str) -> None:
+    import logging
+
+    _broken.append(reason)
+    logging.getLogger("sglang_shims").warning(
+        "fallback kernels compile without the cross-process lock (%s); tensor-parallel "
+        "ranks may compile the same kernels at once (set TRITON_CACHE_DIR to a writable "
+        "folder)", reason)
