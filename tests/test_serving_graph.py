@@ -1,9 +1,10 @@
 """sglang 0.5.1's whole serving import graph on today's stack, on CPU, CUDA branches on.
 
 The real sglang 0.5.1 wheel, a stand-in sgl-kernel 0.3.18 (its exact export surface),
-torch 2.14.1 and transformers 4.55.2 (and 5.24.0): every module of the launch path, the managers,
-the scheduler, the model runner, the layers and the Llama / Qwen2 / Qwen3 / Qwen3-MoE
-model files must import under the shims; with ``SGLANG_SHIMS=0`` the same imports fail.
+torch 2.14.1 and transformers 4.55.2 (and 5.3.0, 5.24.0): every module of the launch
+path, the managers, the scheduler, the model runner, the layers and the Llama / Qwen2 /
+Qwen3 / Qwen3-MoE model files must import under the shims; with ``SGLANG_SHIMS=0`` the
+same imports fail.
 
 The harness only makes sglang believe it runs on CUDA (``torch.cuda.*`` answers for one
 H100); every real version skew is fixed by a patch, never here.
@@ -69,7 +70,8 @@ def import_graph(paths: tuple[Path, ...], **env: str) -> Result:
 
 # (sglang, stand-in sgl-kernel, transformers or None for the installed 4.55.2)
 STACKS = [("0.5.1", "0.3.18", None), ("0.5.1", "0.3.21", None), ("0.5.1", "0.3.18", "5.24.0"),
-          ("0.5.5.post3", "0.3.18", None), ("0.5.5.post3", "0.3.21", None)]
+          ("0.5.1", "0.3.18", "5.3.0"), ("0.5.5.post3", "0.3.18", None),
+          ("0.5.5.post3", "0.3.21", None)]
 
 
 class Stack(NamedTuple):
