@@ -48,6 +48,7 @@ PATCHES: dict[str, tuple[str, bool, bool, bool]] = {
         True, False, False,
     ),
     "tf5-config-dataclass-defaults": ("sglang.srt.models.vila", True, False, False),
+    "tf5-gemma3-rope": ("sglang.srt.models.gemma3_causal", True, False, False),
     "tf5-image-processor-register": ("sglang.srt.configs.utils", True, False, False),
     "tf5-pixtral-rope-renamed": (
         "transformers.models.pixtral.modeling_pixtral",
