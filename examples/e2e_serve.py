@@ -205,12 +205,22 @@ def report_summary(directory: Path) -> dict[str, Any]:
             "problems": summary.problems}
 
 
+def server_flags(attention_backend: str, cuda_graphs: bool) -> list[str]:
+    """FLAGS with the chosen attention backend; CUDA graphs on (up to batch 32) or off."""
+    flags = list(FLAGS)
+    flags[flags.index("--attention-backend") + 1] = attention_backend
+    if cuda_graphs:
+        flags.remove("--disable-cuda-graph")
+        flags += ["--cuda-graph-max-bs", "32"]
+    return flags
+
+
 def serve(name: str, cmd: list[str], model: Path, dtype: str, out: Path,
-          extra_env: dict[str, str], work: list[tuple[list[list[int]], int]]
-          ) -> dict[str, Any]:
+          extra_env: dict[str, str], work: list[tuple[list[list[int]], int]],
+          flags: list[str] | None = None) -> dict[str, Any]:
     reports = out / f"reports-{name}"
     env = {**os.environ, **ENV, **extra_env, "SGLANG_SHIMS_REPORT_DIR": str(reports)}
-    server = Server([*cmd, "--model-path", str(model), "--dtype", dtype, *FLAGS], env,
+    server = Server([*cmd, "--model-path", str(model), "--dtype", dtype, *(flags or FLAGS)], env,
                     out / f"server-{name}.log")
     result: dict[str, Any] = {"command": " ".join(cmd)}
     try:
@@ -219,7 +229,8 @@ def serve(name: str, cmd: list[str], model: Path, dtype: str, out: Path,
         result["ready_s"] = round(time.time() - start, 1)
         result["runs"] = []
         for prompts, new in work:
-            server.generate(prompts[:1], 4)  # warm-up (Triton JIT, allocator)
+            for _ in range(2):  # warm-up at this batch size (Triton JIT, allocator, graphs)
+                server.generate(prompts, 8)
             tokens, seconds = server.generate(prompts, new)
             result["runs"].append({"batch": len(prompts), "new": new, "seconds": seconds,
                                    "tokens": tokens,
@@ -243,6 +254,8 @@ def main() -> int:
                         help="which correctness runs (qwen3 via the launcher, llama via .pth)")
     parser.add_argument("--attention-backend", default="triton",
                         help="sglang attention backend for every run (triton, torch_native)")
+    parser.add_argument("--cuda-graphs", action="store_true",
+                        help="throughput runs with sglang's CUDA graphs (up to batch 32)")
     parser.add_argument("--fp32-tiers", default="triton",
                         help="kernel tiers for the float32 correctness runs: triton,torch")
     args = parser.parse_args()
@@ -286,7 +299,9 @@ def main() -> int:
         batch32 = (prompts * 4)[:32]
         for tier, env in (("triton", {}), ("torch", {"SGLANG_SHIMS_KERNEL_BACKEND": "torch"})):
             run = serve(f"qwen3-bf16-{tier}", plain, assets["models"]["qwen3"], "bfloat16",
-                        args.out, env, [(prompts[:1], args.decode), (batch32, args.decode)])
+                        args.out, env, [(prompts[:1], args.decode), (batch32, args.decode)],
+                        server_flags(args.attention_backend, args.cuda_graphs))
+            run["cuda_graphs"] = args.cuda_graphs
             for r in run.get("runs", []):
                 r.pop("tokens", None)
             results[f"qwen3-bf16-{tier}"] = run
@@ -314,7 +329,10 @@ def markdown(results: dict[str, Any]) -> str:
         processes = (run.get("report") or {}).get("processes")
         lines.append(f"| {key} | {run.get('command', '')} | {tokens}{error} | {processes}"
                      f" | {verdicts} |")
-    lines += ["", "| decode throughput, bf16 | batch 1 tok/s | batch 32 tok/s |", "|---|---|---|"]
+    graphs = results.get("qwen3-bf16-triton", {}).get("cuda_graphs")
+    label = {True: "CUDA graphs on", False: "CUDA graphs off"}.get(graphs, "CUDA graphs ?")
+    lines += ["", f"| decode throughput, bf16, {label} | batch 1 tok/s | batch 32 tok/s |",
+              "|---|---|---|"]
     tiers = {}
     for tier in ("triton", "torch"):
         runs = results.get(f"qwen3-bf16-{tier}", {}).get("runs", [])

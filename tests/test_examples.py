@@ -56,7 +56,8 @@ def test_markdown_lists_every_fp32_run_and_the_tier_ratio(e2e: ModuleType) -> No
         "qwen3-fp32": {"command": "launch",
                        "compare": e2e.compare([r["tokens"] for r in REF], REF)},
         "qwen3-fp32-torch": {"command": "launch", "error": "RuntimeError: boom"},
-        "qwen3-bf16-triton": {"runs": [{"tok_per_s": 50.0}, {"tok_per_s": 2000.0}]},
+        "qwen3-bf16-triton": {"runs": [{"tok_per_s": 50.0}, {"tok_per_s": 2000.0}],
+                              "cuda_graphs": True},
         "qwen3-bf16-torch": {"runs": [{"tok_per_s": 100.0}, {"tok_per_s": 1000.0}]},
     }
     text = e2e.markdown(results)
@@ -64,3 +65,14 @@ def test_markdown_lists_every_fp32_run_and_the_tier_ratio(e2e: ModuleType) -> No
     assert "| qwen3-fp32-torch | launch | no tokens, ERROR RuntimeError: boom" in text
     assert "qwen3-reference" not in text
     assert "| ratio Triton / eager | 0.50x | 2.00x |" in text
+    assert "| decode throughput, bf16, CUDA graphs on |" in text
+
+
+def test_server_flags_switch_cuda_graphs_and_backend(e2e: ModuleType) -> None:
+    off = e2e.server_flags("triton", cuda_graphs=False)
+    on = e2e.server_flags("torch_native", cuda_graphs=True)
+    assert "--disable-cuda-graph" in off and "--cuda-graph-max-bs" not in off
+    assert "--disable-cuda-graph" not in on
+    assert on[on.index("--cuda-graph-max-bs") + 1] == "32"
+    assert on[on.index("--attention-backend") + 1] == "torch_native"
+    assert e2e.FLAGS[e2e.FLAGS.index("--attention-backend") + 1] == "triton"  # not mutated
