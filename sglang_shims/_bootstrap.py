@@ -59,6 +59,7 @@ PATCHES: dict[str, tuple[str, bool, bool, bool]] = {
         "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
         True, False, False,
     ),
+    "tf54-config-bare-annotations": ("sglang.srt.configs", True, False, False),
     "torch-amx-probe-removed": ("sglang.srt.utils", True, False, False),
     "triton-cache-helpers-removed": ("sglang.srt.utils", True, False, False),
     "triton-ptxas-blackwell": ("sglang", True, False, False),

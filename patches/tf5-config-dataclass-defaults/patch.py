@@ -22,43 +22,9 @@ and every other config class, is left to transformers.
 from __future__ import annotations
 
 import dataclasses
-import typing
 from typing import Any
 
-from sglang_shims.patching import PatchContext
-
-
-def _is_classvar(hint: Any) -> bool:
-    if hint is typing.ClassVar or typing.get_origin(hint) is typing.ClassVar:
-        return True
-    return isinstance(hint, str) and hint.replace("typing.", "").startswith("ClassVar")
-
-
-def _as_classvar(hint: Any) -> Any:
-    if isinstance(hint, str):
-        return typing.ClassVar
-    try:
-        return typing.ClassVar[hint]
-    except TypeError:
-        return typing.ClassVar
-
-
-def _declassify(cls: type) -> list[str]:
-    """Re-declare as ClassVar the annotations of ``cls`` whose value dataclass() rejects."""
-    # the class's own annotations dict, changed in place before dataclass() reads it
-    annotations = cls.__dict__.get("__annotations__")  # noqa: RUF063
-    if not isinstance(annotations, dict):
-        return []
-    changed = []
-    for name, hint in list(annotations.items()):
-        if _is_classvar(hint) or name not in cls.__dict__:
-            continue
-        value = cls.__dict__[name]
-        if isinstance(value, dataclasses.Field) or type(value).__hash__ is not None:
-            continue  # a default dataclass() accepts
-        annotations[name] = _as_classvar(hint)
-        changed.append(name)
-    return changed
+from sglang_shims.patching import PatchContext, keep_as_class_attributes
 
 
 def apply(ctx: PatchContext) -> None:
@@ -73,7 +39,7 @@ def apply(ctx: PatchContext) -> None:
                       kwargs: dict[str, Any]) -> Any:
         cls = instance
         if isinstance(cls, type) and cls.__dict__.get("__module__") == owner:
-            changed = _declassify(cls)
+            changed = keep_as_class_attributes(cls, unhashable=True)
             if changed:
                 ctx.log.info("%s.%s: kept %s as class attributes", owner, cls.__qualname__,
                              ", ".join(changed))

@@ -20,9 +20,10 @@ __all__ = ["COMPANIONS", "FAKE_CUDA", "SINGLE_PROCESS_TP", "TRANSFORMERS5", "ref
 
 # transformers release -> the hub and tokenizers wheels that satisfy its Requires-Dist
 # (5.24.0: huggingface-hub>=1.31.0,<3.0, tokenizers>=0.23.1,<0.24.0).
-# (5.3.0: huggingface-hub>=1.3.0,<2.0, tokenizers>=0.22.0,<=0.23.0.)
+# (5.3.0: huggingface-hub>=1.3.0,<2.0, tokenizers>=0.22.0,<=0.23.0; 5.5.0: hub >=1.5.0.)
 COMPANIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "5.3.0": (("huggingface_hub", "1.3.0"), ("tokenizers", "0.22.2")),
+    "5.5.0": (("huggingface_hub", "1.5.0"), ("tokenizers", "0.22.2")),
     "5.24.0": (("huggingface_hub", "1.33.0"), ("tokenizers", "0.23.3")),
 }
 
