@@ -1,8 +1,8 @@
 """The fallback kernels' first launch per specialisation is serialised across processes.
 
 Tensor-parallel ranks must not all JIT-compile the same kernels at once.  The launch
-here is a stand-in that sleeps (on CPU there is no compiler to time); several processes
-released at the same instant must run it one after another, and the same harness with
+here is a stand-in that sleeps (on CPU there is no compiler to time); several processes,
+released together once all are ready, must run it one after another, and the same harness with
 the lock bypassed must see them overlap -- which shows the harness can tell.
 """
 
@@ -18,14 +18,15 @@ from pathlib import Path
 from .conftest import REPO, Result, clean_env, run_python
 
 RACE = """
-import json, sys, time
+import json, pathlib, sys, time
 from sglang_shims.kernels import _compile_lock as c
-start_at = float(sys.argv[1])
+here = pathlib.Path(sys.argv[1])
 spans, ran = [], []
 def compile_and_run():
     t0 = time.time(); time.sleep(0.6); spans.append((t0, time.time()))
-while time.time() < start_at:
-    time.sleep(0.001)
+(here / f"ready-{sys.argv[2]}").write_text("")
+while not (here / "go").exists():  # released together, whatever the machine's load
+    time.sleep(0.0005)
 c.launch(("rmsnorm", "bf16", 4096), compile_and_run)
 c.launch(("rmsnorm", "bf16", 4096), lambda: ran.append("again"))   # seen: no lock
 c.launch(("silu", "bf16", 4096), lambda: ran.append("other"))      # new key: locked
@@ -37,11 +38,16 @@ PROCESSES = 3
 
 
 def race(tmp_path: Path, **env: str) -> list[dict[str, object]]:
-    start_at = time.time() + 3.0
+    gate = tmp_path / "gate"
+    gate.mkdir()
     full = clean_env(PYTHONPATH=str(REPO), TRITON_CACHE_DIR=str(tmp_path / "triton"), **env)
-    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(start_at)], env=full,
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(gate), str(i)], env=full,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(PROCESSES)]
+             for i in range(PROCESSES)]
+    deadline = time.monotonic() + 60
+    while len(list(gate.glob("ready-*"))) < PROCESSES and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (gate / "go").write_text("")
     out = []
     for p in procs:
         stdout, stderr = p.communicate(timeout=60)

@@ -35,36 +35,61 @@ def find_cached(dist: str, version: str, cache: Path | None = None) -> Path | No
 
 
 def fetch(dist: str, version: str, cache: Path | None = None) -> Path:
-    """Return the path of ``dist==version``'s wheel, downloading it if needed."""
+    """Return the path of ``dist==version``'s wheel, downloading it if needed.
+
+    pip downloads into a private folder and the wheel is then renamed into the cache,
+    so a test process running beside this one (pytest-xdist) never reads half a file.
+    """
+    import tempfile
+
     cache = cache or cache_dir()
     found = find_cached(dist, version, cache)
     if found:
         return found
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "-q", "-d", str(cache), f"{dist}=={version}"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    with tempfile.TemporaryDirectory(dir=cache, prefix=".download-") as private:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--disable-pip-version-check", "-q", "-d", private, f"{dist}=={version}"]
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                                check=False)
+        got = find_cached(dist, version, Path(private))
+        if result.returncode != 0 or got is None:
+            raise RuntimeError(f"cannot download {dist}=={version}: "
+                               f"{result.stderr.strip()[-800:]}")
+        target = cache / got.name
+        if not target.exists():  # else another process finished first: keep theirs
+            got.replace(target)
     found = find_cached(dist, version, cache)
-    if result.returncode != 0 or found is None:
-        raise RuntimeError(f"cannot download {dist}=={version}: {result.stderr.strip()[-800:]}")
+    assert found is not None
     return found
 
 
 def unpack(dist: str, version: str, cache: Path | None = None) -> Path:
     """Unpack the wheel once; the folder works as a ``PYTHONPATH`` entry (dist-info
-    included, so ``importlib.metadata`` reports the version)."""
+    included, so ``importlib.metadata`` reports the version).
+
+    The wheel is extracted into a private folder, marked complete there, and renamed
+    into place in one step; a process that loses that race uses the winner's folder.
+    A folder without the mark (left by a crash) is replaced.
+    """
+    import shutil
+
     cache = cache or cache_dir()
     dest = cache / "unpacked" / f"{_normalise(dist)}-{version}"
     marker = dest / ".complete"
     if marker.exists():
         return dest
     wheel = fetch(dist, version, cache)
-    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
+    tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(tmp)
-    if dest.exists():
-        import shutil
-
-        shutil.rmtree(dest)
-    tmp.rename(dest)
-    marker.write_text(wheel.name, encoding="utf-8")
+    (tmp / ".complete").write_text(wheel.name, encoding="utf-8")
+    try:
+        tmp.rename(dest)
+    except OSError:  # dest exists: complete (a concurrent winner) or a crash's leftover
+        if marker.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+            return dest
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
     return dest

@@ -27,7 +27,7 @@ HEADS, KV_HEADS, HEAD_DIM, LAYERS = 4, 2, 64, 2
 LENS = [5, 17, 33, 9, 40, 12, 21, 3]   # ragged, not multiples of any block size
 STEPS = 4                              # decode steps after the prefill
 ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                distributed_init_method="tcp://127.0.0.1:29544")
+                                distributed_init_method="file://" + __import__("tempfile").mkdtemp() + "/store")
 ps.initialize_model_parallel(tensor_model_parallel_size=1)
 dp_attention.initialize_dp_attention(
     server_args=types.SimpleNamespace(enable_dp_attention=False, tp_size=1, dp_size=1,
