@@ -51,6 +51,7 @@ PATCHES: dict[str, tuple[str, bool, bool, bool]] = {
     "tf5-config-dataclass-defaults": ("sglang.srt.models.vila", True, False, False),
     "tf5-gemma3-rope": ("sglang.srt.models.gemma3_causal", True, False, False),
     "tf5-gemma3n-rope": ("sglang.srt.models.gemma3n_causal", True, False, False),
+    "tf5-gemma3n-tie-weights": ("sglang.srt.models.gemma3n_mm", True, False, False),
     "tf5-gpt2-bytes-to-unicode": (
         "transformers.models.gpt2.tokenization_gpt2",
         True, False, False,

@@ -1,4 +1,6 @@
-"""tf5-gemma3n-rope: sglang's Gemma 3n layers built from transformers 5 configs.
+"""tf5-gemma3n-rope and tf5-gemma3n-tie-weights: sglang's Gemma 3n on transformers 5.
+
+tf5-gemma3n-rope -- the layers built from transformers 5 configs.
 
 Two releases, each as its users run it:
 
@@ -12,6 +14,12 @@ Two releases, each as its users run it:
 
 Stock, both fail with AttributeError on ``rope_local_base_freq``.  The config instance
 must come out of the build exactly as it went in.
+
+tf5-gemma3n-tie-weights -- the multimodal model's ``tie_weights`` called the way
+transformers 5's ``init_weights`` calls it at the end of every constructor
+(``tie_weights(recompute_mapping=False)``), on sglang 0.5.13 with its pinned transformers:
+a TypeError stock; patched, passed on to sglang's real text model.  (The whole multimodal
+model is not built here: its vision tower needs timm.)
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from ._transformers import SINGLE_PROCESS_TP, TRANSFORMERS5, transformers_paths
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf5-gemma3n-rope"
+TIE = "tf5-gemma3n-tie-weights"
 
 CONFIG = """
 import json, importlib
@@ -61,7 +70,7 @@ except Exception as exc:
 finish()
 """
 
-ATTENTION_ONLY = CONFIG + """
+SGLANG_0513 = CONFIG + """
 import tempfile, torch
 folder = tempfile.mkdtemp()
 config.save_pretrained(folder)  # ServerArgs reads the model's config.json
@@ -73,10 +82,13 @@ ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="glo
 ps.initialize_model_parallel(tensor_model_parallel_size=1)
 gemma3n = importlib.import_module("sglang.srt.models.gemma3n_causal")
 calls = []
-def get_rope(*args, **kwargs):  # records what the layer asks for
+def get_rope(*args, **kwargs):  # records what the layer asks for (a CPU table needs vllm)
     calls.append({"base": kwargs.get("base"), "rope_scaling": kwargs.get("rope_scaling")})
     return torch.nn.Identity()
 gemma3n.get_rope = get_rope
+"""
+
+ATTENTION_ONLY = SGLANG_0513 + """
 try:
     for layer_id in (0, 4):  # a sliding-window layer and the full-attention one
         gemma3n.Gemma3nAttention(layer_id=layer_id, config=config,
@@ -86,6 +98,24 @@ except Exception as exc:
     result["error"] = f"{type(exc).__name__}: {exc}"
 finish()
 """
+
+TIE_WEIGHTS = SGLANG_0513 + """
+from sglang.srt.models import gemma3n_mm
+text = gemma3n.Gemma3nTextModel(config, None)
+model = gemma3n_mm.Gemma3nForConditionalGeneration.__new__(
+    gemma3n_mm.Gemma3nForConditionalGeneration)
+torch.nn.Module.__init__(model)
+model.language_model = text
+for label, call in (("plain", lambda: model.tie_weights()),
+                    ("transformers5", lambda: model.tie_weights(recompute_mapping=False))):
+    try:
+        call()
+        result[label] = "ok"
+    except Exception as exc:
+        result[label] = f"{type(exc).__name__}: {exc}"
+result["tie_state"] = __import__("sglang_shims").status()["TIE"]["state"]
+print(json.dumps(result))
+""".replace("TIE", TIE)
 
 STOCK_ERROR = "AttributeError: 'Gemma3nTextConfig' object has no attribute 'rope_local_base_freq'"
 
@@ -139,3 +169,23 @@ def test_sglang0513_on_its_own_transformers_pin(
     assert sliding == {"base": 1e4, "rope_scaling": {"rope_type": "default"}}
     assert full["base"] == 1e6 and full["rope_scaling"]["rope_type"] == "default"
     assert full["rope_scaling"]["rope_theta"] == 1e6
+
+
+def test_multimodal_tie_weights_takes_transformers5s_call(
+        sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path],
+        pypi_release: Callable[[str, str], Path]) -> None:
+    for module in ("torch", "fastapi", "zmq"):
+        need(module)
+    from sglang_shims.testing.standin import ops_faked_by
+
+    root = sglang_release("0.5.13")
+    paths = (pypi_release("transformers", "5.8.1"), pypi_release("huggingface_hub", "1.5.0"),
+             pypi_release("tokenizers", "0.22.2"), root,
+             standin_kernel("0.3.21", torch_ops=ops_faked_by(root)))
+    stock = run(TIE_WEIGHTS, paths, SGLANG_SHIMS_DISABLE=TIE)
+    assert stock["tie_state"] == "disabled" and stock["plain"] == "ok"
+    assert stock["transformers5"] == ("TypeError: Gemma3nForConditionalGeneration.tie_weights()"
+                                      " got an unexpected keyword argument 'recompute_mapping'")
+    patched = run(TIE_WEIGHTS, paths)
+    assert patched["tie_state"] == "applied"
+    assert patched["plain"] == patched["transformers5"] == "ok"
