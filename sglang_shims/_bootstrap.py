@@ -35,6 +35,7 @@ PATCHES: dict[str, tuple[str, bool, bool, bool]] = {
     "file-uri-media": ("sglang.srt.utils", True, False, False),
     "gemma-norm-fp32-plus-one": ("sglang.srt.models.gemma", False, False, False),
     "gemma3-rope-factor-missing": ("sglang.srt.models.gemma3_causal", True, False, False),
+    "kernels-revision-required": ("kernels", True, False, False),
     "output-ids-prompt-tail": ("sglang.srt.managers.detokenizer_manager", True, False, False),
     "sgl-kernel-cuda-runtime-preload": ("sgl_kernel", True, False, False),
     "sgl-kernel-dist-renamed": ("sglang.srt.entrypoints.engine", True, False, False),
