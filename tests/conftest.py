@@ -22,6 +22,18 @@ import pytest
 
 pytest_plugins = ["sglang_shims.testing.pytest_plugin"]
 
+# Property tests check behaviour, never speed (speed lives in benchmarks/): no deadline,
+# and no failure because a loaded CI machine generated examples slowly.  Same number of
+# examples as hypothesis' default.
+try:
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("sglang-shims", deadline=None,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile("sglang-shims")
+except ImportError:  # hypothesis is a test extra; its tests skip without it
+    pass
+
 REPO = Path(__file__).resolve().parent.parent
 ACTIVATE = "import sglang_shims._bootstrap as _b; _b.activate('test')\n"
 
