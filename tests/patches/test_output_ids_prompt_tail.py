@@ -68,7 +68,8 @@ print(json.dumps({{"chunks": chunks, "state": entry.get("state"),
                   "notes": entry.get("notes", [])}}))
 """
 
-VERSIONS = ["0.5.1", "0.5.3.post3", "0.5.4.post2"]  # one per family of the method's source
+# the two ends of the range (its middle releases are checked statically by the matrix)
+VERSIONS = ["0.5.1", "0.5.4.post2"]
 
 
 @pytest.fixture(scope="module")

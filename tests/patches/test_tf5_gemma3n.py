@@ -88,33 +88,30 @@ def get_rope(*args, **kwargs):  # records what the layer asks for (a CPU table n
 gemma3n.get_rope = get_rope
 """
 
-ATTENTION_ONLY = SGLANG_0513 + """
+SGLANG_0513_RUN = SGLANG_0513 + """
 try:
     for layer_id in (0, 4):  # a sliding-window layer and the full-attention one
         gemma3n.Gemma3nAttention(layer_id=layer_id, config=config,
                                  max_position_embeddings=256, quant_config=None)
-    result["calls"] = calls
+    result["calls"] = list(calls)
 except Exception as exc:
     result["error"] = f"{type(exc).__name__}: {exc}"
+if "error" not in result:
+    # the multimodal model's tie_weights, called as transformers 5's init_weights calls it
+    from sglang.srt.models import gemma3n_mm
+    model = gemma3n_mm.Gemma3nForConditionalGeneration.__new__(
+        gemma3n_mm.Gemma3nForConditionalGeneration)
+    torch.nn.Module.__init__(model)
+    model.language_model = gemma3n.Gemma3nTextModel(config, None)
+    for label, call in (("plain", lambda: model.tie_weights()),
+                        ("transformers5", lambda: model.tie_weights(recompute_mapping=False))):
+        try:
+            call()
+            result[label] = "ok"
+        except Exception as exc:
+            result[label] = f"{type(exc).__name__}: {exc}"
+    result["tie_state"] = __import__("sglang_shims").status()["TIE"]["state"]
 finish()
-"""
-
-TIE_WEIGHTS = SGLANG_0513 + """
-from sglang.srt.models import gemma3n_mm
-text = gemma3n.Gemma3nTextModel(config, None)
-model = gemma3n_mm.Gemma3nForConditionalGeneration.__new__(
-    gemma3n_mm.Gemma3nForConditionalGeneration)
-torch.nn.Module.__init__(model)
-model.language_model = text
-for label, call in (("plain", lambda: model.tie_weights()),
-                    ("transformers5", lambda: model.tie_weights(recompute_mapping=False))):
-    try:
-        call()
-        result[label] = "ok"
-    except Exception as exc:
-        result[label] = f"{type(exc).__name__}: {exc}"
-result["tie_state"] = __import__("sglang_shims").status()["TIE"]["state"]
-print(json.dumps(result))
 """.replace("TIE", TIE)
 
 STOCK_ERROR = "AttributeError: 'Gemma3nTextConfig' object has no attribute 'rope_local_base_freq'"
@@ -159,33 +156,21 @@ def test_sglang0513_on_its_own_transformers_pin(
     paths = (pypi_release("transformers", "5.8.1"), pypi_release("huggingface_hub", "1.5.0"),
              pypi_release("tokenizers", "0.22.2"), root,
              standin_kernel("0.3.21", torch_ops=ops_faked_by(root)))
-    stock = run(ATTENTION_ONLY, paths, SGLANG_SHIMS_DISABLE=PATCH)
+    stock = run(SGLANG_0513_RUN, paths, SGLANG_SHIMS_DISABLE=PATCH)
     assert stock["transformers"] == "5.8.1" and stock["error"] == STOCK_ERROR
 
-    patched = run(ATTENTION_ONLY, paths)
+    tie_stock = run(SGLANG_0513_RUN, paths, SGLANG_SHIMS_DISABLE=TIE)
+    assert tie_stock["tie_state"] == "disabled" and tie_stock["plain"] == "ok"
+    assert tie_stock["transformers5"] == (
+        "TypeError: Gemma3nForConditionalGeneration.tie_weights() got an unexpected keyword "
+        "argument 'recompute_mapping'")
+
+    patched = run(SGLANG_0513_RUN, paths)
     assert patched["state"] == "applied" and "error" not in patched, patched.get("error")
     assert patched["config_unchanged"] is True
     sliding, full = patched["calls"]
     assert sliding == {"base": 1e4, "rope_scaling": {"rope_type": "default"}}
     assert full["base"] == 1e6 and full["rope_scaling"]["rope_type"] == "default"
     assert full["rope_scaling"]["rope_theta"] == 1e6
-
-
-def test_multimodal_tie_weights_takes_transformers5s_call(
-        sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path],
-        pypi_release: Callable[[str, str], Path]) -> None:
-    for module in ("torch", "fastapi", "zmq"):
-        need(module)
-    from sglang_shims.testing.standin import ops_faked_by
-
-    root = sglang_release("0.5.13")
-    paths = (pypi_release("transformers", "5.8.1"), pypi_release("huggingface_hub", "1.5.0"),
-             pypi_release("tokenizers", "0.22.2"), root,
-             standin_kernel("0.3.21", torch_ops=ops_faked_by(root)))
-    stock = run(TIE_WEIGHTS, paths, SGLANG_SHIMS_DISABLE=TIE)
-    assert stock["tie_state"] == "disabled" and stock["plain"] == "ok"
-    assert stock["transformers5"] == ("TypeError: Gemma3nForConditionalGeneration.tie_weights()"
-                                      " got an unexpected keyword argument 'recompute_mapping'")
-    patched = run(TIE_WEIGHTS, paths)
     assert patched["tie_state"] == "applied"
     assert patched["plain"] == patched["transformers5"] == "ok"
