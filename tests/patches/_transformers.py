@@ -15,8 +15,8 @@ import pytest
 
 from ..conftest import FAKE_CUDA, need, run_python
 
-__all__ = ["COMPANIONS", "FAKE_CUDA", "SINGLE_PROCESS_TP", "TRANSFORMERS5", "reference_file",
-           "run_json", "sglang_on_transformers5", "transformers_paths"]
+__all__ = ["COMPANIONS", "FAKE_CUDA", "SINGLE_PROCESS_TP", "TRANSFORMERS5", "end_with_state",
+           "reference_file", "run_json", "sglang_on_transformers5", "transformers_paths"]
 
 # transformers release -> the hub and tokenizers wheels that satisfy its Requires-Dist
 # (5.24.0: huggingface-hub>=1.31.0,<3.0, tokenizers>=0.23.1,<0.24.0).
@@ -74,15 +74,32 @@ def sglang_on_transformers5(sglang_release: Callable[[str], Path],
 
 
 def run_json(code: str, paths: tuple[Path, ...], env: dict[str, str] | None = None,
-             args: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Run ``code`` under the shims on ``paths``; its JSON line, checked to come from a
-    process that really had transformers 5 (its ``transformers`` key)."""
-    result = run_python(code, paths=paths, env=env or {}, timeout=600, args=args)
+             args: tuple[str, ...] = (), *, activate: bool = True, timeout: float = 600,
+             transformers: str | None = TRANSFORMERS5) -> dict[str, Any]:
+    """Run ``code`` (under the shims unless ``activate`` is false) on ``paths``; its JSON
+    line, checked to come from a process that really had ``transformers`` (its
+    ``transformers`` key; None: the caller checks, or the code reports no such key)."""
+    result = run_python(code, paths=paths, env=env or {}, timeout=timeout, args=args,
+                        activate=activate)
     assert result.returncode == 0, result.stderr[-3000:]
     data = result.json()
     assert isinstance(data, dict)
-    assert data["transformers"] == TRANSFORMERS5
+    if transformers is not None:
+        assert data["transformers"] == transformers
     return data
+
+
+def end_with_state(patch_id: str) -> str:
+    """The last lines of a test program: ``result["state"]`` is the patch's state (None
+    when the shims are not active in that process), and ``result`` is printed as JSON."""
+    return f"""
+try:
+    import sglang_shims
+    result["state"] = sglang_shims.status()[{patch_id!r}]["state"]
+except Exception:
+    result["state"] = None
+print(json.dumps(result))
+"""
 
 
 def reference_file(tmp_path_factory: pytest.TempPathFactory,

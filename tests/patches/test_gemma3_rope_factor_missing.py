@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need, run_python
+from ..conftest import need
+from ._transformers import run_json
 
 pytestmark = pytest.mark.wheels
 
@@ -90,12 +91,7 @@ def stack(pypi_release: Callable[[str, str], Path],
 
 
 def run(paths: tuple[Path, ...], **env: str) -> dict[str, Any]:
-    result = run_python(CODE, paths=paths, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    assert data["transformers"] == "5.8.1"
-    return data
+    return run_json(CODE, paths, env, transformers="5.8.1")
 
 
 def test_unscaled_gemma3_builds_as_in_the_fixed_release_scaled_as_stock(

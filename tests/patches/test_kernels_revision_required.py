@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need, run_python
+from ..conftest import need
+from ._transformers import run_json
 
 pytestmark = pytest.mark.wheels
 
@@ -63,11 +64,7 @@ def fresh_install(pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
 
 def run(code: str, paths: tuple[Path, ...], activate: bool = True,
         **env: str) -> dict[str, Any]:
-    result = run_python(code, paths=paths, env=env, activate=activate, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
+    return run_json(code, paths, env, activate=activate, transformers=None)
 
 
 def test_import_sglang_on_a_fresh_install(fresh_install: tuple[Path, ...],

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ..conftest import need, run_python
+from ..conftest import need
+from ._transformers import run_json
 
 pytestmark = pytest.mark.wheels
 
@@ -79,22 +81,20 @@ def kernel(standin_kernel: Callable[..., Path]) -> Path:
     return standin_kernel("0.3.21")
 
 
-def run(version: str, paths: tuple[Path, ...], **env: str) -> dict[str, object]:
-    data = run_python(CODE, paths=paths, env=env, timeout=300).json()
-    assert isinstance(data, dict)
-    return data
+def run(paths: tuple[Path, ...], **env: str) -> dict[str, Any]:
+    return run_json(CODE, paths, env, timeout=300, transformers=None)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_output_ids_are_the_generated_tokens(version: str, kernel: Path,
                                              sglang_release: Callable[[str], Path]) -> None:
     paths = (sglang_release(version), kernel)
-    stock = run(version, paths, SGLANG_SHIMS_DISABLE=PATCH)
+    stock = run(paths, SGLANG_SHIMS_DISABLE=PATCH)
     assert stock["state"] == "disabled"
     # the bug, as clients see it: the first chunk starts with the prompt's last 5 ids
     assert stock["chunks"] == [PROMPT[-5:] + CHUNKS[0], CHUNKS[1]]
 
-    patched = run(version, paths)
+    patched = run(paths)
     assert patched["state"] == "applied"
     assert patched["chunks"] == CHUNKS
     assert patched["notes"] == []
@@ -102,7 +102,7 @@ def test_output_ids_are_the_generated_tokens(version: str, kernel: Path,
 
 def test_batch_without_output_ids_is_left_stock_and_noted(
         kernel: Path, sglang_release: Callable[[str], Path]) -> None:
-    data = run("0.5.1", (sglang_release("0.5.1"), kernel), DROP_OUTPUT_IDS="1")
+    data = run((sglang_release("0.5.1"), kernel), DROP_OUTPUT_IDS="1")
     assert data["state"] == "applied"
     assert data["chunks"] == [PROMPT[-5:] + CHUNKS[0], CHUNKS[1]]
     notes = data["notes"]

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import FAKE_CUDA, need, run_python
-from ._transformers import transformers_paths
+from ..conftest import FAKE_CUDA, need
+from ._transformers import end_with_state, run_json, transformers_paths
 
 pytestmark = pytest.mark.wheels
 
@@ -68,13 +68,7 @@ try:
     result["outside"] = "created"
 except TypeError as exc:
     result["outside"] = f"TypeError: {exc}"
-try:
-    import sglang_shims
-    result["state"] = sglang_shims.status()["PATCH"]["state"]
-except Exception:
-    result["state"] = None
-print(json.dumps(result))
-""".replace("PATCH", PATCH)
+""" + end_with_state(PATCH)
 
 
 @pytest.fixture(scope="module")
@@ -86,11 +80,7 @@ def paths(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., P
 
 
 def run(paths: tuple[Path, ...], **env: str) -> dict[str, Any]:
-    result = run_python(CODE, paths=paths, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
+    return run_json(CODE, paths, env, transformers=None)
 
 
 def test_configs_import_and_serialise_as_on_transformers4(

@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import FAKE_CUDA, need, run_python
-from ._transformers import SINGLE_PROCESS_TP, TRANSFORMERS5, transformers_paths
+from ..conftest import FAKE_CUDA, need
+from ._transformers import SINGLE_PROCESS_TP, TRANSFORMERS5, run_json, transformers_paths
 
 pytestmark = pytest.mark.wheels
 
@@ -118,11 +118,7 @@ STOCK_ERROR = "AttributeError: 'Gemma3nTextConfig' object has no attribute 'rope
 
 
 def run(code: str, paths: tuple[Path, ...], **env: str) -> dict[str, Any]:
-    result = run_python(code, paths=paths, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
+    return run_json(code, paths, env, transformers=None)
 
 
 def test_sglang051_on_transformers5_builds_transformers4s_tables(

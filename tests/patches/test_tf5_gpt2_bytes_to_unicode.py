@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from ..conftest import run_python
-from ._transformers import TRANSFORMERS5, transformers_paths
+from ._transformers import TRANSFORMERS5, end_with_state, run_json, transformers_paths
 
 pytestmark = pytest.mark.wheels
 
@@ -45,13 +44,7 @@ try:
                               for b in range(256))
 except Exception as exc:
     result["error"] = f"{type(exc).__name__}: {exc}"
-try:
-    import sglang_shims
-    result["state"] = sglang_shims.status()["PATCH"]["state"]
-except Exception:
-    result["state"] = None
-print(json.dumps(result))
-""".replace("PATCH", PATCH)
+""" + end_with_state(PATCH)
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +56,8 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run(paths: tuple[Path, ...], remote: Path, activate: bool = True,
         **env: str) -> dict[str, Any]:
-    result = run_python(CODE, paths=paths, env=env, activate=activate,
-                        args=(str(remote),), timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
+    return run_json(CODE, paths, env, args=(str(remote),), activate=activate, timeout=300,
+                    transformers=None)
 
 
 def test_remote_tokenizer_imports_with_transformers4s_table(

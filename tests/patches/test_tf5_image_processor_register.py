@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need, run_python
-from ._transformers import transformers_paths
+from ..conftest import need
+from ._transformers import end_with_state, run_json, transformers_paths
 
 pytestmark = pytest.mark.wheels
 
@@ -37,13 +37,7 @@ if result["import"] == "ok":
     entry = IMAGE_PROCESSOR_MAPPING[MultiModalityConfig]
     result["registered"] = [None if c is None else f"{c.__module__}.{c.__qualname__}"
                             for c in entry]
-try:
-    import sglang_shims
-    result["state"] = sglang_shims.status()["PATCH"]["state"]
-except Exception:
-    result["state"] = None
-print(json.dumps(result))
-""".replace("PATCH", PATCH)
+""" + end_with_state(PATCH)
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +47,7 @@ def sglang051(sglang_release: Callable[[str], Path]) -> Path:
 
 
 def run(paths: tuple[Path, ...], activate: bool = True, **env: str) -> dict[str, Any]:
-    result = run_python(CODE, paths=paths, env=env, activate=activate, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
+    return run_json(CODE, paths, env, activate=activate, timeout=300, transformers=None)
 
 
 def test_import_fails_stock_and_works_patched_as_on_transformers4(
