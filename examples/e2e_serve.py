@@ -217,10 +217,10 @@ def server_flags(attention_backend: str, cuda_graphs: bool) -> list[str]:
 
 def serve(name: str, cmd: list[str], model: Path, dtype: str, out: Path,
           extra_env: dict[str, str], work: list[tuple[list[list[int]], int]],
-          flags: list[str] | None = None) -> dict[str, Any]:
+          flags: list[str]) -> dict[str, Any]:
     reports = out / f"reports-{name}"
     env = {**os.environ, **ENV, **extra_env, "SGLANG_SHIMS_REPORT_DIR": str(reports)}
-    server = Server([*cmd, "--model-path", str(model), "--dtype", dtype, *(flags or FLAGS)], env,
+    server = Server([*cmd, "--model-path", str(model), "--dtype", dtype, *flags], env,
                     out / f"server-{name}.log")
     result: dict[str, Any] = {"command": " ".join(cmd)}
     try:
@@ -259,7 +259,6 @@ def main() -> int:
     parser.add_argument("--fp32-tiers", default="triton",
                         help="kernel tiers for the float32 correctness runs: triton,torch")
     args = parser.parse_args()
-    FLAGS[FLAGS.index("--attention-backend") + 1] = args.attention_backend
     args.out.mkdir(parents=True, exist_ok=True)
     import torch
 
@@ -289,7 +288,8 @@ def main() -> int:
             if tier != "triton":
                 env["SGLANG_SHIMS_KERNEL_BACKEND"] = tier
             run = serve(key, cmd, assets["models"][name], "float32", args.out, env,
-                        [(prompts, args.new)])
+                        [(prompts, args.new)],
+                        server_flags(args.attention_backend, cuda_graphs=False))
             if run.get("runs"):  # tokens are kept in e2e.json for bisecting a mismatch
                 run["compare"] = compare(run["runs"][0]["tokens"], ref)
             results[key] = run
