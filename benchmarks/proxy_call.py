@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sglang_shims._proxy import OptionalSymbol
+from sglang_shims.engine.proxy import OptionalSymbol
 
 
 def substitute(x: int) -> int:

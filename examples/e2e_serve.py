@@ -196,7 +196,7 @@ def compare(got: list[list[int]], ref: list[dict[str, Any]], tie: float = 1e-3
 
 
 def report_summary(directory: Path) -> dict[str, Any]:
-    from sglang_shims._status import aggregate
+    from sglang_shims.cli.status import aggregate
 
     summary = aggregate(directory)
     data = summary.as_dict()

@@ -27,7 +27,7 @@ def install() -> "dict[str, dict[str, object]]":
     the old object); patches that must act before their target's body runs fail
     with a reason saying so.
     """
-    from ._engine import install as _install
+    from .engine import install as _install
 
     return _install("install")
 
@@ -41,7 +41,7 @@ def status() -> "dict[str, dict[str, object]]":
     no longer matches the fingerprint; left stock), ``failed`` (raised, rolled
     back), ``reverted``.
     """
-    from ._engine import status as _status
+    from .engine import status as _status
 
     return _status()
 
@@ -52,7 +52,7 @@ def revert() -> "list[str]":
     Returns the errors met while undoing (normally none).  Names that other modules
     copied from a patched module keep whatever they copied.
     """
-    from ._engine import revert as _revert
+    from .engine import revert as _revert
 
     return _revert()
 

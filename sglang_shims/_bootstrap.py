@@ -9,12 +9,12 @@ build back-ends, spawn workers -- so it obeys three rules:
   (``threading``, ``typing``, ``importlib.metadata``) would cost milliseconds on every start.
 * It never raises.  A failure is remembered and reported once, on stderr, when a module
   we watch is first imported -- the only moment it matters.
-* It wakes the real engine (``_engine``) only when a watched module is being executed,
+* It wakes the real engine (``sglang_shims.engine``) only when a watched module is being executed,
   from the loader, never from ``find_spec``: importing from inside ``find_spec`` holds the
   global import lock while taking module locks, the A-B deadlock ddtrace hit (#17742).
 
 The watch table below is generated from the manifests under ``patches/``
-(``python -m sglang_shims._index --write``); a test fails when it is stale.
+(``python -m sglang_shims.catalog.codegen --write``); a test fails when it is stale.
 """
 
 import os
@@ -221,7 +221,7 @@ def _notify(name: str, phase: str, module: object,
     so that the target module still imports.
     """
     try:
-        from sglang_shims import _engine
+        from . import engine as _engine
     except BaseException as err:  # a half-installed package must not break the import
         _complain_once(f"cannot load the patch engine ({type(err).__name__}: {err})")
         return None
@@ -257,7 +257,7 @@ def activate(origin: str = "pth") -> None:
             return
         if any(name.startswith("SGLANG_SHIMS_") for name in os.environ):
             # Only users who set a toggle pay for parsing them.
-            from sglang_shims import _toggles
+            from . import _toggles
 
             toggles = _toggles.Toggles()
             STATE["toggles"] = toggles
@@ -268,7 +268,7 @@ def activate(origin: str = "pth") -> None:
         stand_ins = {PATCHES[pid][0] for pid in enabled if PATCHES[pid][3]}
         if env("SGLANG_SHIMS_PATH"):
             # Extra patch folders can target any module: their manifests must be read now.
-            from sglang_shims import _engine
+            from . import engine as _engine
 
             names |= _engine.extra_watch_names()
         watch(names, stand_ins)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 def load() -> None:
     try:
-        from ._engine import install
+        from .engine import install
 
         install("plugin")
     except ImportError:

@@ -125,14 +125,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     os.environ.update(plan.env)
     if not os.environ.get("SGLANG_SHIMS_REPORT_DIR", "").strip():
-        from ._status import LAUNCH_ROOT
+        from .cli.status import LAUNCH_ROOT
 
         run_dir = LAUNCH_ROOT / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
         os.environ["SGLANG_SHIMS_REPORT_DIR"] = str(run_dir)
     print(f"sglang-shims: process reports go to {os.environ['SGLANG_SHIMS_REPORT_DIR']};"
           " `sglang-shims status` summarises them", file=sys.stderr)
     carry_into_children(os.environ)
-    from . import _engine
+    from . import engine as _engine
 
     _engine.install("launch")
     import runpy

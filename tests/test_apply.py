@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from sglang_shims._apply import PatchContext, Retired, restore, snapshot
-from sglang_shims._manifest import load_text
-from sglang_shims._proxy import MissingSymbolError, OptionalSymbol
+from sglang_shims.catalog.manifest import load_text
+from sglang_shims.engine.journal import PatchContext, Retired, restore, snapshot
+from sglang_shims.engine.proxy import MissingSymbolError, OptionalSymbol
 
 from .conftest import manifest_text
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sglang_shims import _docs, _static
+from sglang_shims.cli import docs as _docs
+from sglang_shims.cli import survey as _static
 
 from .conftest import REPO, Result, run_python
 
@@ -144,9 +145,9 @@ def test_status_without_reports_is_usage_error(tmp_path: Path) -> None:
 
 
 def test_fingerprint_helper() -> None:
-    data, meta = outcome(cli("fingerprint", "sglang_shims._source:function_hash", "--json"))
+    data, meta = outcome(cli("fingerprint", "sglang_shims.engine.source:function_hash", "--json"))
     assert meta["exit"] == 0 and isinstance(data, dict)
-    assert data["file"] == str(REPO / "sglang_shims" / "_source.py")
+    assert data["file"] == str(REPO / "sglang_shims" / "engine" / "source.py")
     assert len(data["sha256"]) == 16
 
 

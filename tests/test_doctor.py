@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from sglang_shims import _doctor as doctor
-from sglang_shims._doctor import (
+from sglang_shims.cli import doctor
+from sglang_shims.cli.doctor import (
     FLAG_ARCH_SPECIFIC,
     FLAG_FAMILY,
     BinaryFormatError,
@@ -36,7 +36,7 @@ from sglang_shims._doctor import (
     probe_import,
     sglang_pins,
 )
-from sglang_shims._gates import Environment
+from sglang_shims.engine.gates import Environment
 
 LEVELS = {"ok", "info", "warn", "fail"}
 ABI_SYMBOL = "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"

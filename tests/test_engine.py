@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_shims._catalog import load
+from sglang_shims.catalog.load import load
 
 from .conftest import Result, manifest_text, run_python, write_package, write_patch
 
@@ -325,7 +325,7 @@ def test_reimport_after_patching_is_reported(target: Path, tmp_path: Path) -> No
 def test_extra_paths_are_vetted(tmp_path: Path) -> None:
     """SGLANG_SHIMS_PATH: relative, missing and world-writable entries are refused, each
     with a reason; nothing is ever read from the current directory implicitly."""
-    from sglang_shims._catalog import extra_roots
+    from sglang_shims.catalog.load import extra_roots
 
     good = tmp_path / "good"
     good.mkdir(mode=0o755)

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sglang_shims._gates import Environment, check_gate, check_gpu, evaluate, satisfies
-from sglang_shims._manifest import Gate, load_text
+from sglang_shims.catalog.manifest import Gate, load_text
+from sglang_shims.engine.gates import Environment, check_gate, check_gpu, evaluate, satisfies
 
 from .conftest import manifest_text
 

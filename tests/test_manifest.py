@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sglang_shims import _catalog, _index
-from sglang_shims._manifest import ManifestError, load_text, parse
+from sglang_shims.catalog import codegen as _index
+from sglang_shims.catalog import load as _catalog
+from sglang_shims.catalog.manifest import ManifestError, load_text, parse
 
 from .conftest import manifest_text
 
@@ -105,7 +106,7 @@ class TestShippedPatches:
 
     def test_generated_files_are_current(self) -> None:
         stale = _index.stale(self.catalog)
-        assert not stale, "run `python -m sglang_shims._index --write`: " + ", ".join(
+        assert not stale, "run `python -m sglang_shims.catalog.codegen --write`: " + ", ".join(
             str(p) for p in stale)
 
     def test_pth_is_one_import_line(self) -> None:
@@ -119,7 +120,7 @@ class TestShippedPatches:
                        max_size=4))
 def test_any_gate_table_fails_cleanly(table: dict[str, str]) -> None:
     """Arbitrary gate keys and specifiers: parsed, or one ManifestError naming the gate."""
-    from sglang_shims._manifest import parse_gates
+    from sglang_shims.catalog.manifest import parse_gates
 
     try:
         gates = parse_gates(table, "gates")

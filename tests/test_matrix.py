@@ -17,10 +17,10 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from sglang_shims import _catalog
-from sglang_shims._assess import assess
-from sglang_shims._gates import Environment
-from sglang_shims._manifest import Manifest
+from sglang_shims.catalog import load as _catalog
+from sglang_shims.catalog.manifest import Manifest
+from sglang_shims.engine.gates import Environment
+from sglang_shims.engine.judge import assess
 from sglang_shims.testing import standin
 
 pytestmark = pytest.mark.wheels

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sglang_shims import _source
-from sglang_shims._manifest import Fingerprint
+from sglang_shims.catalog.manifest import Fingerprint
+from sglang_shims.engine import source as _source
 
 from .conftest import run_python, write_package
 
@@ -95,7 +95,7 @@ def test_locate_without_importing(tmp_path: Path) -> None:
     result = run_python(
         """
         import sys
-        from sglang_shims import _source
+        from sglang_shims.engine import source as _source
         print(_source.locate("toppkg.ns.deep.mod"))
         print(_source.locate("toppkg"))
         print(_source.locate("toppkg.ns.nothing"))
@@ -120,7 +120,7 @@ def test_locate_through_other_meta_path_finder(tmp_path: Path) -> None:
                         name, {str(tmp_path / "hidden/edpkg/__init__.py")!r},
                         submodule_search_locations=[{str(tmp_path / "hidden/edpkg")!r}])
         sys.meta_path.append(Editable())
-        from sglang_shims import _source
+        from sglang_shims.engine import source as _source
         print(_source.locate("edpkg.sub.mod"))
         """, activate=False)
     assert result.stdout.strip() == str(tmp_path / "hidden/edpkg/sub/mod.py"), result.stderr

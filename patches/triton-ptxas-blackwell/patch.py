@@ -146,7 +146,7 @@ def parse_version(text: str) -> tuple[int, int]:
 
 
 def gpu_capabilities() -> list[tuple[int, int]]:
-    from sglang_shims._gates import detect_gpus
+    from sglang_shims.engine.gates import detect_gpus
 
     return detect_gpus()[0]
 

@@ -3,7 +3,7 @@
 The module object sglang imports as ``sgl_kernel`` is filled here: every name of the
 export surface of the kernel release the installed sglang pins exists -- our Triton
 implementations where we have them (norms, gated activations, RoPE, MoE top-k), and
-for everything else a lazy :class:`~sglang_shims._proxy.OptionalSymbol` that raises a
+for everything else a lazy :class:`~sglang_shims.engine.proxy.OptionalSymbol` that raises a
 clear error only if called.  Names outside that surface raise AttributeError, so
 sglang's own ``try: from sgl_kernel import X / except ImportError`` fallbacks still
 choose their alternative.  Submodules (``sgl_kernel.kvcacheio`` ...) are served the
@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .._proxy import OptionalSymbol
+from ..engine.proxy import OptionalSymbol
 
 DATA = Path(__file__).with_name("data") / "sgl_kernel_exports.json"
 # Helper names the real modules import for themselves; never part of the surface.

@@ -99,7 +99,7 @@ import json, os, sys
 
 import fake_dl
 import sglang_shims
-from sglang_shims import _catalog
+from sglang_shims.catalog import load as _catalog
 
 if not os.environ.get("STOCK"):
     code = _catalog.load_code(_catalog.load().by_id()[os.environ["PATCH_ID"]])

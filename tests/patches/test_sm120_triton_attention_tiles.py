@@ -276,7 +276,7 @@ for name in json.loads(os.environ["MODULES"]):
         kwargs = {k: given[k] for k, p in params.items() if p.default is inspect.Parameter.empty}
         record(module, lambda: module.extend_attention_fwd(**kwargs),
                {"kernel": "extend", "Lq": lq, "Lv": lv})
-if "sglang_shims._engine" in sys.modules:
+if "sglang_shims.engine" in sys.modules:
     import sglang_shims
     out["status"] = sglang_shims.status().get(os.environ["PATCH_ID"])
 print(json.dumps(out))

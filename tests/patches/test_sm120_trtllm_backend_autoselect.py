@@ -85,7 +85,7 @@ def select(capability, backend=None, mla=False):
 
 
 result = {"cases": [select(**case) for case in json.loads(os.environ["CASES"])]}
-if "sglang_shims._engine" in sys.modules:
+if "sglang_shims.engine" in sys.modules:
     result["status"] = sglang_shims.status()[os.environ["PATCH_ID"]]
 print(json.dumps(result))
 '''

@@ -53,7 +53,7 @@ import json, os
 from pathlib import Path
 
 import sglang_shims
-from sglang_shims import _catalog
+from sglang_shims.catalog import load as _catalog
 
 code = _catalog.load_code(_catalog.load().by_id()[os.environ["PATCH_ID"]])
 tree = Path(os.environ["TREE"])

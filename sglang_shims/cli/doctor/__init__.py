@@ -11,7 +11,7 @@ kernel here, so a broken install cannot take the diagnosis down with it.
 :func:`diagnose` never raises: every check runs on its own, and a check that fails
 becomes a ``warn`` finding that says so.  Facts about the machine are gathered once
 into :class:`Facts`; the known-bad combinations (:data:`RULES`) are pure functions of
-it, so each can be tested with a hermetic :class:`~sglang_shims._gates.Environment`.
+it, so each can be tested with a hermetic :class:`~sglang_shims.engine.gates.Environment`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from . import _kernel_facts as kf
-from ._gates import Environment, canonical, detect_gpus, satisfies
+from ...engine.gates import Environment, canonical, detect_gpus, satisfies
+from . import kernel_facts as kf
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -1402,8 +1402,8 @@ class Rule:
 
 def _patch_on(facts: Facts, patch_id: str) -> tuple[bool, str]:
     """Would sglang-shims apply this built-in patch, per the toggles in the environment?"""
-    from ._bootstrap import PATCHES
-    from ._toggles import Toggles
+    from ..._bootstrap import PATCHES
+    from ..._toggles import Toggles
 
     default = PATCHES.get(patch_id, ("", True, False))[1]
     return Toggles(dict(facts.environ)).decide(patch_id, default)

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import _catalog, _toggles
-from ._assess import Assessment, assess
-from ._bootstrap import env as env_var
-from ._gates import Environment
-from ._manifest import Manifest
+from .. import _toggles
+from .._bootstrap import env as env_var
+from ..catalog import load as _catalog
+from ..catalog.manifest import Manifest
+from ..engine.gates import Environment
+from ..engine.judge import Assessment, assess
 
 
 @dataclass

@@ -18,7 +18,7 @@ from collections.abc import Callable, MutableMapping
 from types import ModuleType
 from typing import Any, NoReturn
 
-from ._manifest import Manifest
+from ..catalog.manifest import Manifest
 
 _MISSING = object()
 

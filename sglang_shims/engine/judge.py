@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from . import _gates, _source
-from ._manifest import Manifest
+from ..catalog.manifest import Manifest
+from . import gates as _gates
+from . import source as _source
 
 # Marker attribute that proxies and patch wrappers carry; a name bound to one of
 # them was put there by us and does not count as "exported".

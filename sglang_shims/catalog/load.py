@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from ._manifest import Manifest, ManifestError, load_text
+from .manifest import Manifest, ManifestError, load_text
 
 MANIFEST = "manifest.toml"
 
@@ -40,7 +40,7 @@ def builtin_root(warnings: list[str] | None = None) -> Path:
     importlib.resources is asked first; if it fails (it has, in frozen or damaged
     installs), the folder next to this file is used and the failure is reported.
     """
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the sglang_shims package
     try:
         if sys.version_info >= (3, 11):
             from importlib.resources import files

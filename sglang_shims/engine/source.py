@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from ._manifest import Fingerprint
+from ..catalog.manifest import Fingerprint
 
 
 def _search(parts: list[str], locations: list[Path]) -> Path | None:

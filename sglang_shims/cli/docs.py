@@ -6,8 +6,8 @@ everywhere and a test can insist that the committed copy is current.
 
 from __future__ import annotations
 
-from ._manifest import Manifest
-from ._static import Survey
+from ..catalog.manifest import Manifest
+from .survey import Survey
 
 HEADER = """\
 # Patches

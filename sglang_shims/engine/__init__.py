@@ -16,12 +16,15 @@ import traceback
 from types import ModuleType
 from typing import Any
 
-from . import _bootstrap, _catalog, _log, _report, _toggles
-from ._apply import PatchContext, Retired, restore, snapshot
-from ._assess import assess
-from ._gates import Environment
-from ._manifest import Manifest, Provide
-from ._proxy import OptionalSymbol
+from .. import _bootstrap, _toggles
+from ..catalog import load as _catalog
+from ..catalog.manifest import Manifest, Provide
+from . import log as _log
+from . import record as _report
+from .gates import Environment
+from .journal import PatchContext, Retired, restore, snapshot
+from .judge import assess
+from .proxy import OptionalSymbol
 
 
 class ShimImportError(ImportError):
@@ -85,7 +88,8 @@ class Engine:
                  for m in self.manifests.values() if m.source == "builtin"}
         if table != _bootstrap.PATCHES:
             return ["the bootstrap watch table does not match the shipped manifests;"
-                    " run `python -m sglang_shims._index --write` (a development install?)"]
+                    " run `python -m sglang_shims.catalog.codegen --write`"
+                    " (a development install?)"]
         return []
 
     def status(self) -> dict[str, dict[str, Any]]:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _table
-from ._bootstrap import env
+from .._bootstrap import env
+from . import render as _table
 
 LAUNCH_ROOT = Path(tempfile.gettempdir()) / "sglang-shims"
 

@@ -8,7 +8,7 @@ TOML.  This module renders, from the built-in manifests:
   before importing anything and never raises;
 * ``_activation/sglang_shims.start``: the PEP 829 entry point.
 
-``python -m sglang_shims._index --write`` regenerates them; ``--check`` exits 1 if any
+``python -m sglang_shims.catalog.codegen --write`` regenerates them; ``--check`` exits 1 if any
 is stale (the test suite runs the check).
 """
 
@@ -18,9 +18,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import _catalog
+from . import load as _catalog
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]
 BOOTSTRAP = PACKAGE / "_bootstrap.py"
 PTH = PACKAGE / "_activation" / "sglang_shims.pth"
 START = PACKAGE / "_activation" / "sglang_shims.start"
@@ -111,7 +111,7 @@ def stale(catalog: _catalog.Catalog | None = None) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sglang_shims._index",
+    parser = argparse.ArgumentParser(prog="python -m sglang_shims.catalog.codegen",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="regenerate the files")
     parser.add_argument("--check", action="store_true", help="exit 1 if any file is stale")

@@ -4,9 +4,9 @@ A patch module defines ``apply(ctx: PatchContext) -> None`` and changes things o
 through ``ctx`` so that every change can be rolled back and reported.
 """
 
-from ._annotations import keep_as_class_attributes
-from ._apply import PatchContext, Retired
-from ._proxy import MissingSymbolError, OptionalSymbol
+from ..engine.journal import PatchContext, Retired
+from ..engine.proxy import MissingSymbolError, OptionalSymbol
+from .transformers5 import keep_as_class_attributes
 
 __all__ = ["MissingSymbolError", "OptionalSymbol", "PatchContext", "Retired",
            "keep_as_class_attributes"]

@@ -14,7 +14,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from ._manifest import Gate, Manifest
+from ..catalog.manifest import Gate, Manifest
 
 
 def canonical(dist: str) -> str:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import _table
+from . import render as _table
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
@@ -31,11 +31,11 @@ def _warnings_text(warnings: list[str]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ._static import survey
+    from .survey import survey
 
     result = survey()
     if args.markdown:
-        from ._docs import patches_markdown
+        from .docs import patches_markdown
 
         print(patches_markdown(result), end="")
         return EXIT_OK
@@ -48,7 +48,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from ._static import survey
+    from .survey import survey
 
     result = survey()
     views = {v.manifest.id: v for v in result.views}
@@ -82,7 +82,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from ._static import survey
+    from .survey import survey
 
     result = survey(ignore_toggles=True)
     checked = [v for v in result.views if v.judged.state in ("would-apply", "drifted")]
@@ -108,7 +108,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from . import _status
+    from . import status as _status
 
     directory = _status.resolve_dir(args.report_dir)
     if directory is None:
@@ -122,7 +122,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from ._doctor_report import doctor
+    from .doctor.report import doctor
 
     findings, data = doctor(probe_import=not args.no_probe)
     rows = [(f.level.upper(), f.check, f.detail, f.remedy or "-") for f in findings]
@@ -132,7 +132,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_fingerprint(args: argparse.Namespace) -> int:
-    from . import _source
+    from ..engine import source as _source
 
     module, _, qualname = args.target.partition(":")
     path = _source.locate(module)
@@ -151,7 +151,7 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
-    from .launch import main as launch_main
+    from ..launch import main as launch_main
 
     return launch_main(args.rest)
 

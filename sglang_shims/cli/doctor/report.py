@@ -1,6 +1,6 @@
 """``sglang-shims doctor``: the environment diagnosis plus what the patches would do.
 
-The environment checks live in :mod:`_doctor`; this adds one finding per patch that
+The environment checks live in :mod:`sglang_shims.cli.doctor`; this adds one finding per patch that
 would act (or has drifted) and any toggle problems, so one command answers "is this
 environment sound, and what will sglang-shims change in it?".
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._doctor import Finding, diagnose
-from ._gates import Environment
-from ._static import survey
+from ...engine.gates import Environment
+from ..survey import survey
+from . import Finding, diagnose
 
 
 def serving_tier(findings: list[Finding], env: Environment, result: Any) -> Finding:

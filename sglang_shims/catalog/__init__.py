@@ -1,0 +1,1 @@
+"""Patch folders on disk: manifests, loading, and the generated files."""
