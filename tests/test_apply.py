@@ -78,6 +78,78 @@ def test_wrap_keeps_method_kinds() -> None:
     assert isinstance(vars(Child)["static"], staticmethod)
 
 
+class GrandChild(Child):
+    """Inherits ``make`` (classmethod) and ``static`` (staticmethod) from Child."""
+
+
+class GreatGrandChild(GrandChild):
+    pass
+
+
+def test_wrap_resolves_inherited_descriptors() -> None:
+    """Wrapping on a subclass takes the raw descriptor from the MRO, sets the wrapper on
+    the subclass (the base keeps its own) and keeps binding right for its subclasses."""
+    ctx = PatchContext(MANIFEST, fresh_module(), {})
+    seen: list[Any] = []
+
+    def spy(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        seen.append(instance)
+        return wrapped(*args, **kwargs)
+
+    base_make, base_static = vars(Child)["make"], vars(Child)["static"]
+    ctx.wrap(GrandChild, "make", spy)
+    ctx.wrap(GrandChild, "static", spy)
+    assert GreatGrandChild.make() == "GreatGrandChild"  # cls is the class called through
+    assert GreatGrandChild().make() == "GreatGrandChild"
+    assert GreatGrandChild.static(4) == 4 and GreatGrandChild().static(5) == 5
+    assert seen[:2] == [GreatGrandChild, GreatGrandChild]
+    assert Child.make() == "Child" and len(seen) == 4  # the base is not wrapped
+    assert vars(Child)["make"] is base_make and vars(Child)["static"] is base_static
+    ctx.undo()
+    assert "make" not in vars(GrandChild) and "static" not in vars(GrandChild)
+
+
+def test_undo_runs_newest_first() -> None:
+    """Two changes to one class attribute: undoing oldest-first would leave the middle
+    value behind."""
+
+    class Holder:
+        x = 1
+
+    ctx = PatchContext(MANIFEST, fresh_module(), {})
+    ctx.setattr(Holder, "x", 2)
+    ctx.setattr(Holder, "x", 3)
+    table = {"k": "a"}
+    ctx.setitem(table, "k", "b")
+    ctx.setitem(table, "k", "c")
+    assert ctx.undo() == []
+    assert Holder.x == 1 and table == {"k": "a"}
+
+
+def test_gpus_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sglang_shims.engine import journal
+
+    journal._detected_gpus.cache_clear()
+    try:
+        monkeypatch.setenv("SGLANG_SHIMS_GPU_CAPABILITY", "9.0,12.0")
+        assert PatchContext(MANIFEST, fresh_module(), {}).gpus() == [(9, 0), (12, 0)]
+        monkeypatch.setenv("SGLANG_SHIMS_GPU_CAPABILITY", "8.0")
+        assert PatchContext(MANIFEST, fresh_module(), {}).gpus() == [(9, 0), (12, 0)]
+    finally:
+        journal._detected_gpus.cache_clear()
+    ctx = PatchContext(MANIFEST, fresh_module(), {}, gpus=lambda: [(10, 0)])
+    assert ctx.gpus() == [(10, 0)]
+
+
+def test_target_missing() -> None:
+    assert not PatchContext(MANIFEST, fresh_module(), {}).target_missing
+    from sglang_shims._bootstrap import Missing
+
+    missing = fresh_module()
+    missing.__loader__ = Missing("demo_mod")
+    assert PatchContext(MANIFEST, missing, {}).target_missing
+
+
 def test_setitem_setenv_delattr() -> None:
     module = fresh_module()
     ctx = PatchContext(MANIFEST, module, {})
@@ -116,6 +188,34 @@ def test_restore_catches_writes_outside_the_journal() -> None:
     module.intruder = 1  # type: ignore[attr-defined]
     assert sorted(restore(module, before)) == ["removed intruder", "restored value"]
     assert module.value == 1 and not hasattr(module, "intruder")  # type: ignore[attr-defined]
+
+
+class Unequal:
+    """An element whose ``==`` raises, as a tensor's does: restore must not call it."""
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("ambiguous")
+
+    __hash__ = object.__hash__
+
+
+def test_restore_undoes_in_place_changes_to_containers() -> None:
+    module = fresh_module()
+    odd = Unequal()
+    items, table, members, raw = [1, odd], {"a": odd}, {odd, "s"}, bytearray(b"ab")
+    module.ITEMS, module.TABLE, module.MEMBERS, module.RAW = items, table, members, raw
+    before = snapshot(module)
+    assert restore(module, before) == []  # nothing changed: nothing compared by ==
+    items.append(3)
+    table["a"] = Unequal()
+    table["b"] = 2
+    members.discard(odd)
+    raw[0:1] = b"z"
+    assert sorted(restore(module, before)) == [
+        f"restored the contents of {name}" for name in ("ITEMS", "MEMBERS", "RAW", "TABLE")]
+    assert module.ITEMS is items and items == [1, odd]  # the same object, as it was
+    assert module.TABLE is table and list(table) == ["a"] and table["a"] is odd
+    assert members == {odd, "s"} and raw == bytearray(b"ab")
 
 
 def test_retire_signal() -> None:

@@ -81,11 +81,12 @@ SCENARIOS = [
     Scenario("raises on the first statement",
              "def apply(ctx):\n    raise ValueError('first statement')\n",
              "failed", "ValueError: first statement; rolled back"),
-    Scenario("raises midway, after one journaled and one direct change",
+    Scenario("raises midway, after one journaled change and direct ones",
              "def apply(ctx):\n    ctx.setattr(ctx.module, 'VALUE', 2)\n"
-             "    ctx.module.ITEMS.append(3) if False else None\n"
+             "    ctx.module.ITEMS.append(3)\n"
              "    ctx.module.EXTRA = 1\n    raise RuntimeError('midway')\n",
-             "failed", "RuntimeError: midway; rolled back (restored shimtarget.mod attributes"),
+             "failed", "RuntimeError: midway; rolled back (restored shimtarget.mod attributes"
+             " changed outside the journal: removed EXTRA, restored the contents of ITEMS)"),
     Scenario("a target symbol is missing",
              "def apply(ctx):\n    ctx.wrap(ctx.module, 'no_such_function',"
              " lambda w, i, a, k: w(*a, **k))\n",

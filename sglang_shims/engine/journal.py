@@ -5,19 +5,25 @@ Patch code never assigns to its target directly: it asks the :class:`PatchContex
 change.  If ``apply`` raises midway, the journal is replayed backwards and the
 target is exactly as it was; ``sglang_shims.revert()`` replays the same journal.
 As a second line of defence the engine also snapshots the target module's
-``__dict__`` and restores it after a failed apply, catching writes that bypassed
-the context.
+``__dict__`` -- each binding, and the contents of each top-level list, dict, set and
+bytearray -- and restores it after a failed apply, catching writes that bypassed the
+context (``ctx.module.X = 1``, ``ctx.module.ITEMS.append(3)``).  That net is shallow and
+covers the target module only: an in-place change anywhere else (a class attribute, a
+nested container, another module) is undone only when made through ``ctx``, and
+``revert()`` undoes only what the journal holds.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, MutableMapping, Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
+from .. import _bootstrap
 from ..catalog.manifest import Manifest
 
 _MISSING = object()
@@ -36,7 +42,8 @@ class PatchContext:
 
     def __init__(self, manifest: Manifest, module: ModuleType,
                  versions: dict[str, str | None],
-                 claims: dict[tuple[int, str], str] | None = None) -> None:
+                 claims: dict[tuple[int, str], str] | None = None, *,
+                 gpus: Callable[[], Sequence[tuple[int, int]]] | None = None) -> None:
         self.manifest = manifest
         self.module = module
         self.versions = versions
@@ -49,6 +56,24 @@ class PatchContext:
         # a second patch touching the same place is refused, never silently chained.
         self._claims = {} if claims is None else claims
         self._mine: list[tuple[int, str]] = []
+        self._gpus = gpus if gpus is not None else _detected_gpus
+
+    # -- facts ------------------------------------------------------------------------
+
+    @property
+    def target_missing(self) -> bool:
+        """The target is not installed: its module body would be the stock
+        ModuleNotFoundError (a stand-in patch, ``when = "instead"``, sees this)."""
+        return isinstance(getattr(self.module, "__loader__", None), _bootstrap.Missing)
+
+    def gpus(self) -> list[tuple[int, int]]:
+        """Compute capabilities of this machine's GPUs, e.g. ``[(12, 0)]``; ``[]`` for none.
+
+        Looked up once per process (``SGLANG_SHIMS_GPU_CAPABILITY`` overrides it, as it
+        does for the ``[gpu]`` gate), so patches never import the engine's private modules
+        and never run ``nvidia-smi`` twice.
+        """
+        return list(self._gpus())
 
     def _claim(self, obj: Any, name: str, label: str) -> None:
         key = (id(obj), str(name))
@@ -119,11 +144,8 @@ class PatchContext:
         """
         import wrapt
 
-        # On a class take the raw descriptor (classmethod/staticmethod), not a bound method.
-        original = vars(obj)[name] if isinstance(obj, type) and name in vars(obj) \
-            else getattr(obj, name)
-        wrapped = wrapt.FunctionWrapper(original, wrapper)
-        self.setattr(obj, name, wrapped)
+        wrapped = wrapt.FunctionWrapper(_raw_attribute(obj, name), wrapper)
+        self.setattr(obj, name, wrapped)  # on ``obj`` itself: shadows a base, never edits it
         return wrapped
 
     def rebind(self, old: Any, new: Any, prefix: str) -> int:
@@ -181,26 +203,97 @@ class PatchContext:
         return errors
 
 
+@functools.cache
+def _detected_gpus() -> tuple[tuple[int, int], ...]:
+    from .gates import detect_gpus
+
+    return tuple(detect_gpus()[0])
+
+
+def _raw_attribute(obj: Any, name: str) -> Any:
+    """``obj.name`` as it is stored: on a class, the descriptor from the first ``__dict__``
+    of the MRO that has it (as ``wrapt.resolve_path`` looks it up).
+
+    ``getattr`` on a class binds: an inherited classmethod would come back bound to the
+    class named here, so a subclass calling the wrapper would get the wrong ``cls``, and an
+    inherited staticmethod would come back as a plain function that the wrapper, set on
+    the class, then binds as a method.  The raw descriptor keeps both kinds.
+    """
+    if isinstance(obj, type):
+        for klass in obj.__mro__:
+            namespace = vars(klass)
+            if name in namespace:
+                return namespace[name]
+    return getattr(obj, name)
+
+
 def _label(obj: Any) -> str:
     if isinstance(obj, ModuleType):
         return obj.__name__
     return getattr(obj, "__qualname__", type(obj).__name__)
 
 
-def snapshot(module: ModuleType) -> dict[str, Any]:
-    return dict(module.__dict__)
+_CONTAINERS = (list, dict, set, bytearray)
+"""Mutable built-in containers whose contents a snapshot keeps: a patch that changes one of
+the target's in place (``ctx.module.ITEMS.append(3)``) bypasses the journal, and only a
+copy of the contents can put it back.  Exact types only: a subclass may compute its
+contents (transformers' lazy mappings import modules when iterated)."""
 
 
-def restore(module: ModuleType, before: dict[str, Any]) -> list[str]:
-    """Make ``module.__dict__`` identical (by identity) to ``before``; list what differed."""
+class Snapshot:
+    """The target module's namespace before ``apply``: each binding (by identity) and a
+    shallow copy of each top-level built-in container, so :func:`restore` can undo what a
+    patch changed without going through the journal."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self.namespace = dict(module.__dict__)
+        self.contents: dict[str, Any] = {}
+        for key, value in self.namespace.items():
+            if type(value) in _CONTAINERS and not key.startswith("__"):
+                self.contents[key] = list(value.items()) if type(value) is dict \
+                    else list(value)
+
+
+def snapshot(module: ModuleType) -> Snapshot:
+    return Snapshot(module)
+
+
+def _same_contents(value: Any, saved: list[Any]) -> bool:
+    """Identity, never ``==``: an element's ``__eq__`` is user code (a tensor's raises)."""
+    current = list(value.items()) if type(value) is dict else list(value)
+    if len(current) != len(saved):
+        return False
+    if type(value) is dict:
+        return all(k1 is k2 and v1 is v2 for (k1, v1), (k2, v2) in zip(current, saved, strict=True))
+    if type(value) is set:
+        return {id(item) for item in current} == {id(item) for item in saved}
+    return all(a is b for a, b in zip(current, saved, strict=True))
+
+
+def _put_back(value: Any, saved: list[Any]) -> None:
+    if type(value) in (dict, set):
+        value.clear()
+        value.update(saved)
+    else:
+        value[:] = saved
+
+
+def restore(module: ModuleType, before: Snapshot) -> list[str]:
+    """Make ``module.__dict__`` identical (by identity) to ``before``, and the contents of
+    its top-level built-in containers too; list what differed."""
     namespace = module.__dict__
     fixed = []
     for key in list(namespace):
-        if key not in before:
+        if key not in before.namespace:
             del namespace[key]
             fixed.append(f"removed {key}")
-    for key, value in before.items():
+    for key, value in before.namespace.items():
         if namespace.get(key, _MISSING) is not value:
             namespace[key] = value
             fixed.append(f"restored {key}")
+    for key, saved in before.contents.items():
+        value = namespace[key]
+        if not _same_contents(value, saved):
+            _put_back(value, saved)
+            fixed.append(f"restored the contents of {key}")
     return fixed
