@@ -21,22 +21,20 @@ from typing import Any
 import pytest
 
 from sglang_shims.cli import doctor
-from sglang_shims.cli.doctor import (
+from sglang_shims.cli.doctor import Facts, Finding, diagnose
+from sglang_shims.cli.doctor.pins import sglang_pins
+from sglang_shims.cli.doctor.probe import classify_import_error, probe_import
+from sglang_shims.engine.gates import Environment
+from sglang_shims.patching import elf
+from sglang_shims.patching.elf import (
     FLAG_ARCH_SPECIFIC,
     FLAG_FAMILY,
     BinaryFormatError,
-    Facts,
     FatbinEntry,
-    Finding,
     LibraryInfo,
-    classify_import_error,
-    diagnose,
     inspect_library,
     parse_fatbin,
-    probe_import,
-    sglang_pins,
 )
-from sglang_shims.engine.gates import Environment
 
 LEVELS = {"ok", "info", "warn", "fail"}
 ABI_SYMBOL = "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"
@@ -58,8 +56,8 @@ def by_check(findings: list[Finding], check: str) -> list[Finding]:
     return [f for f in findings if f.check == check]
 
 
-def rule(rule_id: str) -> doctor.Rule:
-    return next(r for r in doctor.RULES if r.id == rule_id)
+def rule(rule_id: str) -> doctor.rules.Rule:
+    return next(r for r in doctor.rules.RULES if r.id == rule_id)
 
 
 def verdict(rule_id: str, f: Facts) -> Finding | None:
@@ -84,7 +82,7 @@ def test_acceptance_kernel_0_3_18_with_torch_2_14_1_fails_with_remedy() -> None:
 def test_abi_remedy_names_sglangs_own_pins() -> None:
     requires = {"sglang": ["sgl-kernel==0.3.16.post5", "torch==2.8.0", "transformers==4.57.1"]}
     f = facts({"sgl-kernel": "0.3.18", "torch": "2.14.1", "sglang": "0.5.5"}, requires=requires)
-    [abi] = doctor._check_abi(f)
+    [abi] = doctor.abi.check_abi(f)
     assert "sglang 0.5.5 pins sgl-kernel==0.3.16.post5, torch==2.8.0" in abi.remedy
 
 
@@ -100,19 +98,19 @@ def test_abi_remedy_names_sglangs_own_pins() -> None:
 ])
 def test_kernel_torch_table(kernel: dict[str, str], torch: str, level: str,
                             built: str) -> None:
-    [abi] = doctor._check_abi(facts({**kernel, "torch": torch}))
+    [abi] = doctor.abi.check_abi(facts({**kernel, "torch": torch}))
     assert abi.level == level
     assert built in abi.detail
 
 
 def test_torch_minor_without_any_kernel_build() -> None:
-    [abi] = doctor._check_abi(facts({"sglang-kernel": "0.4.5", "torch": "2.12.0"}))
+    [abi] = doctor.abi.check_abi(facts({"sglang-kernel": "0.4.5", "torch": "2.12.0"}))
     assert abi.level == "fail"
     assert "no published kernel was built with torch 2.12" in abi.remedy
 
 
 def test_kernel_without_torch_fails() -> None:
-    [abi] = doctor._check_abi(facts({"sgl-kernel": "0.3.18"}))
+    [abi] = doctor.abi.check_abi(facts({"sgl-kernel": "0.3.18"}))
     assert abi.level == "fail" and "torch is not installed" in abi.detail
 
 
@@ -121,7 +119,7 @@ def test_kernel_without_torch_fails() -> None:
 
 def test_both_kernel_distributions_warn() -> None:
     f = facts({"sgl-kernel": "0.3.21", "sglang-kernel": "0.4.5"}, kernel_file_version="0.4.5")
-    [kernel] = by_check(doctor._check_versions(f), "sgl-kernel")
+    [kernel] = by_check(doctor.checks.check_versions(f), "sgl-kernel")
     assert kernel.level == "warn"
     assert "whichever was installed last wins" in kernel.detail
     assert "version.py says 0.4.5" in kernel.detail
@@ -130,52 +128,52 @@ def test_both_kernel_distributions_warn() -> None:
 
 def test_sglang_requires_python() -> None:
     f = facts({"sglang": "0.5.23"}, requires_python={"sglang": ">=3.11"}, python="3.10.14")
-    [python] = by_check(doctor._check_versions(f), "python")
+    [python] = by_check(doctor.checks.check_versions(f), "python")
     assert python.level == "fail" and ">=3.11" in python.detail
 
 
 def test_cpu_torch_on_gpu_machine_fails() -> None:
     f = facts({"torch": "2.9.1+cpu"}, caps=[(9, 0)], torch_build="cpu")
-    [torch] = by_check(doctor._check_versions(f), "torch")
+    [torch] = by_check(doctor.checks.check_versions(f), "torch")
     assert torch.level == "fail" and "download.pytorch.org/whl/cu128" in torch.remedy
 
 
 def test_torch_newer_than_driver_fails() -> None:
     f = facts({"torch": "2.11.0"}, caps=[(9, 0)], torch_build="cuda", torch_cuda="13.0",
               driver_cuda=12020, driver_version="535.86.10")
-    [torch] = by_check(doctor._check_versions(f), "torch")
+    [torch] = by_check(doctor.checks.check_versions(f), "torch")
     assert torch.level == "fail" and "supports CUDA 12.2 only" in torch.detail
     assert "whl/cu128" in torch.remedy
     f.driver_cuda = 13000
-    assert by_check(doctor._check_versions(f), "torch")[0].level == "ok"
+    assert by_check(doctor.checks.check_versions(f), "torch")[0].level == "ok"
 
 
 def test_broken_torch_is_reported_and_gpus_still_found(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(_facts: Facts) -> bool:
         raise ImportError("libtorch_cuda.so: cannot open shared object file")
 
-    monkeypatch.setattr(doctor, "_gpus_from_torch", broken)
+    monkeypatch.setattr(doctor.facts, "_gpus_from_torch", broken)
     monkeypatch.delenv("SGLANG_SHIMS_GPU_CAPABILITY", raising=False)
     f = Facts(env=Environment(versions={"torch": "2.9.1"}), torch_dir=Path("/nonexistent"),
               torch_build="cuda", torch_cuda="12.8")
-    doctor._gather_gpus(f, use_torch=True)
+    doctor.facts._gather_gpus(f, use_torch=True)
     assert f.env.capabilities is not None  # nvidia-smi or "none found", never left unset
-    [torch] = by_check(doctor._check_versions(f), "torch")
+    [torch] = by_check(doctor.checks.check_versions(f), "torch")
     assert torch.level == "fail" and "libtorch_cuda.so" in torch.detail
 
 
 def test_mixed_gpu_architectures_warn() -> None:
-    [gpu] = doctor._check_gpus(facts(caps=[(9, 0), (12, 0)]))
+    [gpu] = doctor.checks.check_gpus(facts(caps=[(9, 0), (12, 0)]))
     assert gpu.level == "warn" and "mixed architectures" in gpu.detail
     assert "CUDA_VISIBLE_DEVICES" in gpu.remedy
-    [gpu] = doctor._check_gpus(facts(caps=[(9, 0), (9, 0)]))
+    [gpu] = doctor.checks.check_gpus(facts(caps=[(9, 0), (9, 0)]))
     assert gpu.level == "ok"
 
 
 def test_gpu_override_is_respected(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SGLANG_SHIMS_GPU_CAPABILITY", "12.0,9.0")
     env = Environment()
-    doctor._gather_gpus(Facts(env=env), use_torch=False)
+    doctor.facts._gather_gpus(Facts(env=env), use_torch=False)
     assert env.capabilities == [(12, 0), (9, 0)]
     assert env.gpu_source == "SGLANG_SHIMS_GPU_CAPABILITY"
 
@@ -192,7 +190,7 @@ def fat_entry(kind: int, arch: int, flags: int = 0x11, payload: bytes = b"\x7fEL
 
 def container(*entries: bytes) -> bytes:
     body = b"".join(entries)
-    return struct.pack("<IHHQ", doctor.FATBIN_MAGIC, 1, 16, len(body)) + body
+    return struct.pack("<IHHQ", elf.FATBIN_MAGIC, 1, 16, len(body)) + body
 
 
 def test_fatbin_entries_and_variants() -> None:
@@ -205,8 +203,8 @@ def test_fatbin_entries_and_variants() -> None:
     entries = parse_fatbin(blob)
     assert [e.name for e in entries] == ["sm_80", "sm_90a", "sm_100f", "compute_80"]
     assert entries[3].compressed and not entries[0].compressed
-    assert doctor.arch_names(entries) == ["sm_80", "sm_90a", "sm_100f"]
-    assert doctor.arch_names(entries, ptx=True) == ["compute_80"]
+    assert elf.arch_names(entries) == ["sm_80", "sm_90a", "sm_100f"]
+    assert elf.arch_names(entries, ptx=True) == ["compute_80"]
 
 
 def test_fatbin_several_containers_with_padding() -> None:
@@ -219,7 +217,7 @@ def test_fatbin_several_containers_with_padding() -> None:
 @pytest.mark.parametrize("blob", [
     b"\x01\x02\x03\x04" + bytes(20),                              # no magic
     container(fat_entry(2, 80))[:-4],                              # truncated payload
-    struct.pack("<IHHQ", doctor.FATBIN_MAGIC, 1, 16, 4096) + bytes(64),  # container overruns
+    struct.pack("<IHHQ", elf.FATBIN_MAGIC, 1, 16, 4096) + bytes(64),  # container overruns
     container(struct.pack("<HHIQ", 2, 0x101, 32, 0) + bytes(16)),  # entry header too small
 ])
 def test_fatbin_garbage_raises(blob: bytes) -> None:
@@ -245,7 +243,7 @@ def test_fatbin_garbage_raises(blob: bytes) -> None:
     ("compute_90a", (10, 0), False),
 ])
 def test_image_runs_on(name: str, cap: tuple[int, int], runs: bool) -> None:
-    entry = doctor._entry_from_name(name)
+    entry = doctor.rules.entry_from_name(name)
     assert entry is not None and entry.name == name
     assert entry.runs_on(cap) is runs
 
@@ -304,7 +302,7 @@ def test_elf_reader_sections_needed_runpath_fatbin(tmp_path: Path) -> None:
     assert info.needed == ("libcudart.so.12", "libnuma.so.1")
     assert info.search_path == (f"{tmp_path}/../lib", "/opt/x")
     with path.open("rb") as f:
-        names = [s.name for s in doctor.elf_sections(f)]
+        names = [s.name for s in elf.elf_sections(f)]
     assert names == ["", ".shstrtab", ".dynstr", ".dynamic", ".nv_fatbin"]
 
 
@@ -372,7 +370,7 @@ def kernel_facts(tmp_path: Path, sass: list[FatbinEntry], caps: list[tuple[int, 
 def test_no_kernel_image_fails_with_triton_fallback(tmp_path: Path) -> None:
     images = [FatbinEntry(2, 80), FatbinEntry(2, 89), FatbinEntry(2, 90),
               FatbinEntry(2, 90, FLAG_ARCH_SPECIFIC)]
-    [arch] = doctor._check_arch(kernel_facts(tmp_path, images, [(12, 0)]))
+    [arch] = doctor.arch.check_arch(kernel_facts(tmp_path, images, [(12, 0)]))
     assert arch.level == "fail"
     assert arch.detail.startswith("no kernel image for sm_120 in sgl_kernel/sm100/"
                                   "common_ops.abi3.so: it holds sm_80, sm_89, sm_90, sm_90a")
@@ -384,23 +382,23 @@ def test_loader_picks_sm90_only_on_hopper(tmp_path: Path) -> None:
     f = kernel_facts(tmp_path, [FatbinEntry(2, 90, FLAG_ARCH_SPECIFIC)], [(9, 0)], "sm90")
     f.libraries["sm100"] = LibraryInfo(tmp_path / "sgl_kernel/sm100/common_ops.abi3.so",
                                        (FatbinEntry(2, 80),), (), ())
-    assert doctor.loader_library(f, (9, 0))[0] == "sm90"  # type: ignore[index]
-    assert doctor.loader_library(f, (8, 6))[0] == "sm100"  # type: ignore[index]
-    assert doctor.loader_library(f, None)[0] == "sm100"  # type: ignore[index]
+    assert doctor.arch.loader_library(f, (9, 0))[0] == "sm90"  # type: ignore[index]
+    assert doctor.arch.loader_library(f, (8, 6))[0] == "sm100"  # type: ignore[index]
+    assert doctor.arch.loader_library(f, None)[0] == "sm100"  # type: ignore[index]
     f.env.capabilities = [(9, 0), (8, 6), (12, 0)]
-    found = {a.detail.split()[0]: a for a in doctor._check_arch(f)}
+    found = {a.detail.split()[0]: a for a in doctor.arch.check_arch(f)}
     assert found["sm_90"].level == "ok" and "sgl_kernel/sm90/" in found["sm_90"].detail
     assert found["sm_86"].level == "ok" and "sgl_kernel/sm100/" in found["sm_86"].detail
     assert found["no"].level == "fail" and "sm_120 in sgl_kernel/sm100/" in found["no"].detail
 
 
 def test_arch_without_gpu_is_information(tmp_path: Path) -> None:
-    [arch] = doctor._check_arch(kernel_facts(tmp_path, [FatbinEntry(2, 80)], []))
+    [arch] = doctor.arch.check_arch(kernel_facts(tmp_path, [FatbinEntry(2, 80)], []))
     assert arch.level == "info" and "sm_80; no PTX" in arch.detail
 
 
 def test_ptx_covers_newer_gpu(tmp_path: Path) -> None:
-    [arch] = doctor._check_arch(kernel_facts(tmp_path, [FatbinEntry(1, 80)], [(12, 0)]))
+    [arch] = doctor.arch.check_arch(kernel_facts(tmp_path, [FatbinEntry(1, 80)], [(12, 0)]))
     assert arch.level == "ok" and "PTX compute_80" in arch.detail
 
 
@@ -420,7 +418,7 @@ def test_missing_cuda_library_fails_with_pip_remedy(tmp_path: Path) -> None:
     other.mkdir()
     (other / "libcudart.so.13").touch()
     f = lib_facts(tmp_path, ["libc.so.6", "libcudart.so.12", "libnvrtc.so.12"], lib_dirs=[other])
-    [libs] = doctor._check_libs(f)
+    [libs] = doctor.libs.check_libs(f)
     assert libs.level == "fail"
     assert "libcudart.so.12 (only libcudart.so.13 found), libnvrtc.so.12" in libs.detail
     assert "pip install nvidia-cuda-runtime-cu12 nvidia-cuda-nvrtc-cu12" in libs.remedy
@@ -436,14 +434,14 @@ def test_library_states(tmp_path: Path) -> None:
     # torch 2.7 neither links nor preloads nvrtc: pip's copy is off the loader's path
     f = lib_facts(tmp_path, needed, torch="2.7.1", lib_dirs=[loader], pip_lib_dirs=[pip],
                   torch_needed=frozenset({"libcublas.so.12"}))
-    findings = doctor._check_libs(f)
+    findings = doctor.libs.check_libs(f)
     assert [x.level for x in findings] == ["warn"]
     assert "libnvrtc.so.12" in findings[0].detail and "libcublas" not in findings[0].detail
     assert findings[0].remedy == f"export LD_LIBRARY_PATH={pip}:$LD_LIBRARY_PATH"
     # torch 2.9 preloads nvrtc from pip's nvidia folder (torch/__init__.py _load_global_deps)
     f = lib_facts(tmp_path, needed, torch="2.9.1", lib_dirs=[loader], pip_lib_dirs=[pip],
                   torch_needed=frozenset({"libcublas.so.12"}))
-    [ok] = doctor._check_libs(f)
+    [ok] = doctor.libs.check_libs(f)
     assert ok.level == "ok" and "libnvrtc.so.12 (via import torch)" in ok.detail
     assert "libcublas.so.12 (via import torch)" in ok.detail
 
@@ -522,7 +520,7 @@ def test_pre_cxx11_abi_is_named() -> None:
 
 def test_driver_failure_remedy() -> None:
     f = facts({"sgl-kernel": "0.2.7"})
-    finding = doctor.import_failure_finding(f, classify_import_error(
+    finding = doctor.probe.import_failure_finding(f, classify_import_error(
         "undefined symbol: cuGreenCtxStreamCreate"))
     assert finding.level == "fail" and "0.3.6.post1" in finding.remedy
 
@@ -558,11 +556,11 @@ def test_pin_mismatch_warns_and_alternative_extra_informs() -> None:
     base = {"sglang": "0.5.4.post1", "flashinfer-python": "0.4.1", "transformers": "4.57.1"}
     f = facts({**base, "sgl-kernel": "0.3.16.post4", "torch": "2.9.0+cu130"},
               requires={"sglang": NEW_STYLE})
-    levels = {x.level: x for x in doctor._check_pins(f)}
+    levels = {x.level: x for x in doctor.pins.check_pins(f)}
     assert set(levels) == {"ok", "info"}
     assert "[cu130]" in levels["info"].detail
     f = facts({**base, "sglang-kernel": "0.4.5", "torch": "2.8.0"}, requires={"sglang": NEW_STYLE})
-    [warn] = [x for x in doctor._check_pins(f) if x.level == "warn"]
+    [warn] = [x for x in doctor.pins.check_pins(f) if x.level == "warn"]
     assert "pins sgl-kernel==0.3.16.post4; sglang-kernel 0.4.5 is installed" in warn.detail
     assert warn.remedy.startswith("pip uninstall -y sglang-kernel && pip install "
                                   "'sgl-kernel==0.3.16.post4'")
@@ -570,7 +568,7 @@ def test_pin_mismatch_warns_and_alternative_extra_informs() -> None:
 
 def test_pinned_but_missing_warns() -> None:
     f = facts({"sglang": "0.5.4.post1", "torch": "2.8.0"}, requires={"sglang": NEW_STYLE})
-    missing = [x.detail for x in doctor._check_pins(f) if x.level == "warn"]
+    missing = [x.detail for x in doctor.pins.check_pins(f) if x.level == "warn"]
     assert any("requires transformers==4.57.1; it is not installed" in d for d in missing)
 
 
@@ -612,7 +610,7 @@ def test_kernel_table_agrees_with_every_cached_sglang_release() -> None:
         if kernel is None or "torch" not in pins or not kernel[1].startswith("=="):
             continue
         versions = {kernel[0]: kernel[1][2:], "torch": pins["torch"].lstrip("=")}
-        [abi] = doctor._check_abi(facts(versions))
+        [abi] = doctor.abi.check_abi(facts(versions))
         assert abi.level in ("ok", "info"), (wheel.name, abi.detail)
         checked += abi.level == "ok"
     if not checked:
@@ -623,9 +621,9 @@ def test_kernel_table_agrees_with_every_cached_sglang_release() -> None:
 
 
 def test_rule_table_is_well_formed() -> None:
-    ids = [r.id for r in doctor.RULES]
+    ids = [r.id for r in doctor.rules.RULES]
     assert len(ids) == len(set(ids))
-    for r in doctor.RULES:
+    for r in doctor.rules.RULES:
         assert r.url.startswith("https://github.com/") and r.trigger
         assert r.evaluate(facts()) is None, r.id  # nothing installed: nothing fires
 
@@ -846,7 +844,7 @@ def test_flashinfer_nvcc() -> None:
 def test_every_rule_finding_cites_its_source() -> None:
     f = facts({"sglang": "0.4.9", "triton": "3.4.0", "kernels": "0.15.1",
                "transformers": "5.8.1"})
-    findings = doctor._check_rules(f)
+    findings = doctor.rules.check_rules(f)
     assert {x.check for x in findings} >= {"triton-cache-symbols-removed",
                                             "tf-kernels-hub-revision", "tf5-rope-theta-moved"}
     for x in findings:
@@ -872,9 +870,9 @@ def test_a_failing_check_becomes_a_warning(monkeypatch: pytest.MonkeyPatch) -> N
     def broken(_facts: Facts) -> list[Finding]:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(doctor, "_check_gpus", broken)
-    monkeypatch.setattr(doctor, "RULES", (doctor.Rule("x", 1, "https://github.com/x", "t",
-                                                      broken),))  # type: ignore[arg-type]
+    monkeypatch.setattr(doctor.checks, "check_gpus", broken)
+    fake = doctor.rules.Rule("x", 1, "https://github.com/x", "t", broken)  # type: ignore[arg-type]
+    monkeypatch.setattr(doctor.rules, "RULES", (fake,))  # type: ignore[arg-type]
     findings = diagnose(hermetic({"sglang": "0.5.1"}))
     [gpu] = by_check(findings, "gpu")
     assert gpu.level == "warn" and "this check itself failed (RuntimeError: boom)" in gpu.detail
@@ -890,7 +888,7 @@ def test_gather_failure_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) 
     [finding] = diagnose()
     assert finding.level == "warn" and "disk on fire" in finding.detail
     monkeypatch.undo()
-    monkeypatch.setattr(doctor, "_gather_lib_dirs", broken)
+    monkeypatch.setattr(doctor.facts, "_gather_lib_dirs", broken)
     findings = diagnose(probe_import=False)
     assert any(f.check == "doctor" and "library search path" in f.detail for f in findings)
 
@@ -902,5 +900,5 @@ def test_torch_version_file_is_read_without_import() -> None:
         cuda: Optional[str] = '12.8'
         hip: Optional[str] = None
     """)
-    assert doctor._assigned(source, "cuda") == "12.8"
-    assert doctor._assigned(source, "hip") is None
+    assert doctor.facts._assigned(source, "cuda") == "12.8"
+    assert doctor.facts._assigned(source, "hip") is None

@@ -37,7 +37,7 @@ def unusable(ctx: PatchContext) -> str | None:
     locations = list(getattr(spec, "submodule_search_locations", None) or [])
     if not locations:
         return None
-    from sglang_shims.cli.doctor import inspect_library
+    from sglang_shims.patching.elf import inspect_library
     from sglang_shims.engine.gates import detect_gpus
 
     capabilities, _ = detect_gpus()

@@ -1,0 +1,81 @@
+"""Check 3a: was the installed kernel built for the installed torch?"""
+
+from __future__ import annotations
+
+from . import kernel_facts as kf
+from .facts import Facts
+from .finding import Finding
+from .pins import sglang_pins
+from .versions import local_label, minor_of, public_version, version_between
+
+ABI_URL = "https://github.com/sgl-project/sglang/issues/5247"
+
+
+def kernel_builds(version: str) -> list[kf.KernelBuild]:
+    label = local_label(version)
+    public = public_version(version)
+    hits = [b for b in kf.KERNEL_BUILDS if version_between(public, b.first, b.last)]
+    exact = [b for b in hits if b.label and b.label == label]
+    return exact or [b for b in hits if b.label is None]
+
+
+def builds_for_torch(torch_version: str) -> list[kf.KernelBuild]:
+    wanted = minor_of(torch_version)
+    return [b for b in kf.KERNEL_BUILDS if b.label is None and minor_of(b.torch) == wanted]
+
+
+def sglang_pin_text(facts: Facts) -> str:
+    """``sglang 0.5.5 pins torch==2.8.0, sgl-kernel==0.3.16.post5``, or empty."""
+    sglang = facts.version("sglang")
+    if not sglang or "sglang" not in facts.requires:
+        return ""
+    pins = sglang_pins(facts.requires["sglang"])
+    keep = [p for p in pins if p.default and p.dist in ("torch", "sgl-kernel", "sglang-kernel")]
+    return f"sglang {sglang} pins " + ", ".join(f"{p.dist}{p.spec}" for p in keep) if keep else ""
+
+
+def abi_remedy(facts: Facts, dist: str, version: str, built: str, torch_version: str) -> str:
+    options = [f"pip install 'torch=={built}' (the torch {dist} {version} was built with)"]
+    matching = builds_for_torch(torch_version)
+    if matching:
+        newest = matching[-1]
+        ranges = " or ".join(f"{b.dist} {b.first}–{b.last}" for b in matching)
+        swap = (f"pip uninstall -y {dist} && " if newest.dist != dist else "")
+        options.append(f"keep torch {torch_version} and install a kernel built for it: "
+                       f"{swap}pip install '{newest.dist}=={newest.last}' ({ranges} were built "
+                       f"with torch {newest.torch})")
+    else:
+        options.append(f"no published kernel was built with torch "
+                       f"{'.'.join(map(str, minor_of(torch_version) or ()))}, so change torch")
+    pinned = sglang_pin_text(facts)
+    if pinned:
+        options.append(f"or follow sglang's own pins: {pinned}")
+    return "; ".join(options) + f". See {ABI_URL}"
+
+
+def check_abi(facts: Facts) -> list[Finding]:
+    """Check 3a: was the kernel built for the installed torch (major.minor)?"""
+    kernel = facts.kernel()
+    if kernel is None:
+        return []
+    dist, version = kernel
+    builds = kernel_builds(version)
+    if not builds:
+        return [Finding("sgl-kernel-abi", "info", f"{dist} {version} is not in sglang-shims' "
+                        "table of kernel builds; cannot tell which torch it was built with")]
+    built = builds[0].torch
+    torch_version = facts.version("torch")
+    if not torch_version:
+        return [Finding("sgl-kernel-abi", "fail", f"{dist} {version} was built against torch "
+                        f"{built}, and torch is not installed: sgl_kernel cannot load",
+                        f"pip install 'torch=={built}'")]
+    if minor_of(torch_version) != minor_of(built):
+        detail = (f"{dist} {version} was built against torch {built}; torch {torch_version} is "
+                  "installed: loading it fails with an undefined-symbol error (the C++ ABI "
+                  "changes between torch minors)")
+        return [Finding("sgl-kernel-abi", "fail", detail,
+                        abi_remedy(facts, dist, version, built, torch_version))]
+    note = "" if public_version(torch_version) == built else (
+        f"; torch {torch_version} is another patch release of the same minor")
+    return [Finding("sgl-kernel-abi", "ok",
+                    f"{dist} {version} was built against torch {built}{note}")]

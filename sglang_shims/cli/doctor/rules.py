@@ -1,0 +1,446 @@
+"""Check 6: known-bad combinations, each citing its breakage and its remedy."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...engine.gates import canonical, satisfies
+from ...patching.elf import (
+    FATBIN_KIND_ELF,
+    FATBIN_KIND_PTX,
+    FLAG_ARCH_SPECIFIC,
+    FLAG_FAMILY,
+    FatbinEntry,
+)
+from . import kernel_facts as kf
+from .facts import Facts
+from .finding import Finding, failed
+from .pins import sglang_pins
+from .versions import minor_of, public_version, sm_name, version_between, version_in
+
+Verdict = tuple[str, str, str]
+"""(level, detail, remedy) from a rule that fired."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A known-bad combination from ``shared/research/breakages.md``.
+
+    ``judge`` is a pure function of :class:`Facts`: None when the combination is
+    absent, otherwise the verdict; the rule adds the citation.
+    """
+
+    id: str
+    breakage: int | None
+    url: str
+    trigger: str
+    judge: Callable[[Facts], Verdict | None]
+
+    def evaluate(self, facts: Facts) -> Finding | None:
+        verdict = self.judge(facts)
+        if verdict is None:
+            return None
+        level, detail, remedy = verdict
+        cite = f"breakage #{self.breakage} {self.id}" if self.breakage else self.id
+        return Finding(self.id, level, f"{detail} [{cite}: {self.url}]", remedy)
+
+
+def _patch_on(facts: Facts, patch_id: str) -> tuple[bool, str]:
+    """Would sglang-shims apply this built-in patch, per the toggles in the environment?"""
+    from ..._bootstrap import PATCHES
+    from ..._toggles import Toggles
+
+    default = PATCHES.get(patch_id, ("", True, False))[1]
+    return Toggles(dict(facts.environ)).decide(patch_id, default)
+
+
+def _fused_marlin_moe(facts: Facts) -> Verdict | None:
+    sglang, kernel = facts.version("sglang"), facts.kernel()
+    if not (kernel and version_in(sglang, ">=0.4.9.post3,<0.5.6")
+            and version_in(kernel[1], ">=0.3.18")):
+        return None
+    detail = (f"sglang {sglang} imports fused_marlin_moe from sgl_kernel at module level (awq.py, "
+              f"gptq.py); {kernel[0]} {kernel[1]} no longer exports it (removed in 0.3.18), so "
+              "every model fails to start with ImportError")
+    on, why = _patch_on(facts, "sgl-kernel-fused-marlin-moe")
+    fix = ("AWQ/GPTQ MoE models need pip install 'sgl-kernel>=0.2.2,<0.3.18' built for your torch,"
+           " or sglang >= 0.5.6")
+    if on:
+        return ("warn", detail + "; sglang-shims' patch sgl-kernel-fused-marlin-moe (on: "
+                f"{why}) supplies a stand-in, so start-up works but AWQ/GPTQ MoE models cannot "
+                "run", fix)
+    return ("fail", detail + f"; sglang-shims' patch sgl-kernel-fused-marlin-moe is off ({why})",
+            f"turn the patch on (SGLANG_SHIMS_ENABLE=sgl-kernel-fused-marlin-moe); {fix}")
+
+
+def _dist_renamed(facts: Facts) -> Verdict | None:
+    sglang = facts.version("sglang")
+    if not (version_in(sglang, ">=0.4.6.post1,<0.5.10") and facts.version("sglang-kernel")
+            and not facts.version("sgl-kernel")):
+        return None
+    detail = (f"sglang {sglang} checks the kernel under its old distribution name sgl-kernel at "
+              "start-up; with only sglang-kernel installed it refuses to start ('sgl-kernel with "
+              "minimum required version ... is not installed')")
+    pin = next((p for p in sglang_pins(facts.requires.get("sglang", []), ("sgl-kernel",))
+                if p.default), None)
+    install = (f"pip uninstall -y sglang-kernel && pip install 'sgl-kernel{pin.spec}'" if pin
+               else "install the sgl-kernel version your sglang pins")
+    on, why = _patch_on(facts, "sgl-kernel-dist-renamed")
+    if on:
+        return ("warn", detail + f"; sglang-shims' patch sgl-kernel-dist-renamed (on: {why}) "
+                "redirects the check", f"keep sglang-shims active, or {install}")
+    return ("fail", detail + f"; the patch sgl-kernel-dist-renamed is off ({why})",
+            f"SGLANG_SHIMS_ENABLE=sgl-kernel-dist-renamed, or {install}")
+
+
+def _kernel_not_installed(facts: Facts) -> Verdict | None:
+    sglang = facts.version("sglang")
+    if not version_in(sglang, ">=0.4.3") or facts.kernel() is not None:
+        return None
+    pins = [p for p in sglang_pins(facts.requires.get("sglang", []),
+                                   ("sgl-kernel", "sglang-kernel")) if p.default]
+    install = (f"pip install '{pins[0].dist}{pins[0].spec}'" if pins else
+               "pip install sgl-kernel (sglang <= 0.5.9) or sglang-kernel (0.5.10+), the "
+               "version your sglang pins")
+    level = "fail" if facts.torch_build == "cuda" or facts.caps else "warn"
+    return (level, f"sglang {sglang} needs sgl_kernel on CUDA (since 0.4.3), and neither "
+            "sgl-kernel nor sglang-kernel is installed: No module named 'sgl_kernel'", install)
+
+
+def _cuda_major_variant(facts: Facts) -> Verdict | None:
+    kernel, known = facts.kernel(), facts.kernel_cuda_major()
+    torch_major = minor_of(facts.torch_cuda)
+    if kernel is None or known is None or torch_major is None or facts.torch_build != "cuda":
+        return None
+    major, how = known
+    if major == torch_major[0]:
+        return None
+    dist, version = kernel
+    label = ("cu130" if torch_major[0] >= 13 else
+             "cu129" if version_in(version, ">=0.3.9") else "cu128")
+    return ("warn", f"{dist} {version} is a CUDA {major} build ({how}) but torch "
+            f"{facts.version('torch')} uses CUDA {facts.torch_cuda}: the kernel needs a second "
+            f"CUDA runtime next to torch's and fails to import when libcudart.so.{major} is not "
+            "installed",
+            f"install the +{label} build of the same kernel: pip install '{dist}=="
+            f"{public_version(version)}' --index-url {kf.VARIANT_INDEX.format(label=label)}")
+
+
+def _green_ctx_driver(facts: Facts) -> Verdict | None:
+    kernel = facts.kernel()
+    if kernel is None or not version_between(public_version(kernel[1]), kf.GREEN_CTX_FIRST,
+                                             kf.GREEN_CTX_LAST):
+        return None
+    if facts.driver_cuda is not None:
+        old = facts.driver_cuda < kf.GREEN_CTX_MIN_DRIVER
+        shown = f"CUDA {facts.driver_cuda // 1000}.{facts.driver_cuda % 1000 // 10}"
+    elif facts.driver_version and facts.driver_version.split(".")[0].isdigit():
+        old = int(facts.driver_version.split(".")[0]) < kf.GREEN_CTX_MIN_DRIVER_BRANCH
+        shown = f"driver {facts.driver_version}"
+    else:
+        return None
+    if not old:
+        return None
+    return ("fail", f"{kernel[0]} {kernel[1]}'s common_ops links the CUDA green-context API "
+            f"(cuGreenCtxDestroy, cuGreenCtxStreamCreate), which drivers older than CUDA 12.4 "
+            f"lack; this one is {shown}: import fails with 'undefined symbol: cuGreenCtxDestroy'",
+            f"upgrade the NVIDIA driver to >= 550 (CUDA 12.4), or install sgl-kernel <= 0.2.5 or "
+            f">= {kf.GREEN_CTX_FIXED} built for your torch")
+
+
+def _cudart_preload(facts: Facts) -> Verdict | None:
+    kernel = facts.kernel()
+    if (kernel is None or not version_in(kernel[1], ">=0.3.11,<0.3.18.post3")
+            or facts.torch_build != "cuda" or facts.cuda_home_has_libdir is not False):
+        return None
+    return ("fail", f"{kernel[0]} {kernel[1]} preloads libcudart from CUDA home "
+            f"({facts.cuda_home}, from {facts.cuda_home_from}) and raises RuntimeError('Could "
+            "not find CUDA lib directory.') at import when it has no lib/, no lib64/ and no "
+            "libcudart.so.12 (fixed in sgl-kernel 0.3.18.post3, PR #13089)",
+            "point CUDA_HOME at a folder with lib/libcudart.so.12 (e.g. site-packages/nvidia/"
+            "cuda_runtime, or a CUDA 12 toolkit), or upgrade to sgl-kernel >= 0.3.18.post3 built "
+            "for your torch")
+
+
+def _torch_triton(facts: Facts) -> Verdict | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    torch = facts.version("torch")
+    for line in facts.requires.get("torch", []):
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        name = canonical(req.name)
+        if name not in ("triton", "pytorch-triton", "pytorch-triton-rocm") or not req.specifier:
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        installed = facts.version(name)
+        if installed and not satisfies(installed, str(req.specifier))[0]:
+            return ("warn", f"torch {torch} requires {name}{req.specifier}; {name} {installed} is "
+                    "installed. Inductor (torch.compile, and torch._inductor imports at sglang "
+                    "launch) is written against one triton release and breaks with errors such "
+                    "as \"cannot import name 'AttrsDescriptor'\" or TritonMissing",
+                    f"pip install '{name}{req.specifier}'")
+    return None
+
+
+def _triton_cache_symbols(facts: Facts) -> Verdict | None:
+    sglang, triton = facts.version("sglang"), facts.version("triton")
+    if not (version_in(sglang, "<0.4.9.post1") and version_in(triton, ">=3.4")):
+        return None
+    return ("fail", f"sglang {sglang} imports default_cache_dir, default_dump_dir and "
+            "default_override_dir from triton.runtime.cache at module level (sglang/srt/utils.py,"
+            f" read in the 0.4.6-0.4.9 wheels); triton 3.4 removed them, and {triton} is "
+            "installed: importing sglang.srt fails with ImportError",
+            "pip install 'triton<3.4' with the torch it pairs with (torch <= 2.7), or upgrade "
+            "sglang to >= 0.4.9.post1")
+
+
+def _ptxas_blackwell(facts: Facts) -> Verdict | None:
+    triton = facts.version("triton")
+    if not triton or not facts.caps or facts.environ.get("TRITON_PTXAS_PATH"):
+        return None
+    for cap in sorted(set(facts.caps)):
+        target = f"{sm_name(cap)}a"
+        if (cap in ((10, 3), (12, 1)) and version_in(triton, "<3.6")) or (
+                cap == (11, 0) and version_in(triton, "<3.7")):
+            need = "13.0" if cap == (11, 0) else "12.9"
+            local = ""
+            if facts.nvcc and facts.nvcc_version and version_in(facts.nvcc_version, f">={need}"):
+                local = f" (this machine has one: {Path(facts.nvcc).parent / 'ptxas'})"
+            fix = ("pip install 'triton>=3.6' with the torch that pins it, or " if cap != (11, 0)
+                   else "")
+            return ("fail", f"GPU {sm_name(cap)} needs ptxas to know {target}; triton {triton}'s "
+                    "bundled ptxas does not (triton 3.4.0 and 3.6.0's 12.8 ptxas reject sm_103a "
+                    "and sm_121a; 3.6.0's 12.9 ptxas-blackwell accepts them but not sm_110a), so "
+                    f"every Triton kernel fails with \"Value '{target}' is not defined for option "
+                    "'gpu-name'\"",
+                    f"{fix}export TRITON_PTXAS_PATH=<a CUDA >= {need} ptxas>{local}")
+        if cap[0] in (10, 12) and version_in(triton, "<3.3"):
+            return ("warn", f"GPU {sm_name(cap)} needs a ptxas from CUDA >= 12.8; triton {triton} "
+                    "is "
+                    "older than 3.3 (3.3.1 was the oldest checked; it ships a 12.8 "
+                    "ptxas-blackwell), so its Triton kernels may fail to assemble",
+                    "pip install 'triton>=3.3' with the torch that pins it, or export "
+                    "TRITON_PTXAS_PATH=<a CUDA >= 12.8 ptxas>")
+    return None
+
+
+def _torch_lacks_arch(facts: Facts) -> Verdict | None:
+    torch = facts.version("torch")
+    if not torch or facts.torch_build != "cuda":
+        return None
+    for cap in sorted(set(facts.caps)):
+        if facts.torch_arch_list:
+            entries = [entry_from_name(n) for n in facts.torch_arch_list]
+            if any(e is not None and e.runs_on(cap) for e in entries):
+                continue
+            why = f"its arch list is {', '.join(facts.torch_arch_list)}"
+        elif cap[0] >= 10 and facts.torch_cuda and version_in(facts.torch_cuda, "<12.8"):
+            why = f"it is a CUDA {facts.torch_cuda} build, and CUDA < 12.8 cannot build for it"
+        else:
+            continue
+        return ("fail", f"torch {torch} has no code for {sm_name(cap)}: {why}; every torch CUDA op "
+                "fails with 'no kernel image is available for execution on the device'",
+                "install a torch built with CUDA >= 12.8: pip install "
+                f"'torch=={public_version(torch)}' "
+                "--index-url https://download.pytorch.org/whl/cu128 (or cu129 / cu130)")
+    return None
+
+
+def entry_from_name(name: str) -> FatbinEntry | None:
+    match = re.fullmatch(r"(sm|compute)_(\d+)([af]?)", name)
+    if not match:
+        return None
+    kind = FATBIN_KIND_ELF if match.group(1) == "sm" else FATBIN_KIND_PTX
+    flags = {"a": FLAG_ARCH_SPECIFIC, "f": FLAG_FAMILY}.get(match.group(3), 0)
+    return FatbinEntry(kind, int(match.group(2)), flags)
+
+
+def _config_register(facts: Facts) -> Verdict | None:
+    sglang, tf = facts.version("sglang"), facts.version("transformers")
+    if version_in(sglang, ">=0.4.3.post1,<0.4.4.post2") and version_in(tf, ">=4.49"):
+        return ("fail", f"sglang {sglang} registers its own Qwen2_5_VLConfig with "
+                f"AutoImageProcessor at import; transformers {tf} ships Qwen2.5-VL, so import "
+                "fails with \"ValueError: '<class ...Qwen2_5_VLConfig'>' is already used by a "
+                "Transformers model\"",
+                "pip install 'transformers==4.48.3' (what this sglang pins), or upgrade sglang "
+                "to >= 0.4.4.post2")
+    if version_in(sglang, ">=0.5.11,<0.5.20") and version_in(tf, ">=5.13"):
+        return ("fail", f"sglang {sglang} registers 'qwen3_asr' with AutoConfig without "
+                f"exist_ok; transformers {tf} ships that model type (from 5.13.0), so import "
+                "fails with \"ValueError: 'qwen3_asr' is already used by a Transformers config\" "
+                "(read in the wheels: sglang 0.5.11-0.5.19 register it, 0.5.20 passes exist_ok)",
+                "pip install 'transformers<5.13' (this sglang pins 5.12.1 or older), or upgrade "
+                "sglang to >= 0.5.20")
+    return None
+
+
+def _rope_theta(facts: Facts) -> Verdict | None:
+    sglang, tf = facts.version("sglang"), facts.version("transformers")
+    if not (version_in(sglang, "<0.5.10rc0") and version_in(tf, ">=5.0.0rc0")):
+        return None
+    pinned = next((p.spec for p in sglang_pins(facts.requires.get("sglang", []),
+                                                ("transformers",)) if p.default), "")
+    target = pinned if pinned and not version_in(pinned.lstrip("="), ">=5.0.0rc0") else "==4.57.1"
+    return ("fail", f"sglang {sglang} reads config.rope_theta with a default (getattr(config, "
+            "'rope_theta', 10000) in llama.py, qwen3.py and ~50 other models); transformers "
+            f"{tf} moves rope_theta into config.rope_parameters, so the default is used silently "
+            "and outputs are wrong for every model whose RoPE base is not the default. The helper"
+            " from PR #14745 (handle_rope_parameters) is in no published wheel; 0.5.10rc0 is the "
+            "first release that reads config.rope_parameters (checked: sglang 0.5.3rc0-0.5.11 "
+            "and 0.5.23 wheels)",
+            f"pip install 'transformers{target}', or upgrade sglang to >= 0.5.10")
+
+
+def _kernels_hub(facts: Facts) -> Verdict | None:
+    kernels, tf = facts.version("kernels"), facts.version("transformers")
+    if not (version_in(kernels, ">=0.15") and version_in(tf, ">=5.6,<5.9")):
+        return None
+    return ("fail", f"kernels {kernels} with transformers {tf}: importing "
+            "transformers.models.llama.modeling_llama raises \"ValueError: Either a revision or a "
+            "version must be specified.\" (transformers/integrations/hub_kernels.py), and sglang "
+            "imports it while starting",
+            "pip install 'kernels<0.15' (sglang's own pin since PR #26704), or pip uninstall -y "
+            "kernels if nothing else needs it")
+
+
+def _alloc_conf(facts: Facts) -> Verdict | None:
+    new = facts.environ.get("PYTORCH_ALLOC_CONF", "").strip()
+    old = facts.environ.get("PYTORCH_CUDA_ALLOC_CONF", "").strip()
+    torch = facts.version("torch")
+    if new and old and new != old:
+        return ("warn", f"PYTORCH_ALLOC_CONF={new!r} and PYTORCH_CUDA_ALLOC_CONF={old!r} differ; "
+                "which one torch uses depends on its version (torch 2.9.1 reads only "
+                "PYTORCH_CUDA_ALLOC_CONF for CUDA)",
+                f"set both to the same value, e.g. export PYTORCH_CUDA_ALLOC_CONF={new!r}")
+    if new and not old and version_in(torch, "<2.10"):
+        return ("warn", f"only PYTORCH_ALLOC_CONF={new!r} is set; torch {torch}, older "
+                "than 2.10 ignores it for CUDA (confirmed for 2.9.1), so e.g. "
+                "expandable_segments is silently off",
+                f"export PYTORCH_CUDA_ALLOC_CONF={new!r} as well")
+    return None
+
+
+def _memory_saver_expandable(facts: Facts) -> Verdict | None:
+    saver = facts.version("torch-memory-saver")
+    conf = " ".join(facts.environ.get(v, "") for v in ("PYTORCH_ALLOC_CONF",
+                                                        "PYTORCH_CUDA_ALLOC_CONF"))
+    if not saver or "expandable_segments:true" not in conf.replace(" ", "").lower():
+        return None
+    return ("warn", f"torch-memory-saver {saver} is installed and expandable_segments:True is "
+            "set: with sglang --enable-memory-saver, pause() then releases nothing",
+            "unset expandable_segments for runs that use --enable-memory-saver")
+
+
+def _flashinfer_mismatch(facts: Facts) -> Verdict | None:
+    core = facts.version("flashinfer-python")
+    if not core:
+        return None
+    bad = [(d, v) for d in ("flashinfer-cubin", "flashinfer-jit-cache")
+           if (v := facts.version(d)) and public_version(v) != public_version(core)]
+    if not bad:
+        return None
+    cu = (facts.torch_cuda or "12.9").replace(".", "")
+    fixes = []
+    for dist, _v in bad:
+        if dist == "flashinfer-cubin":
+            fixes.append(f"pip install 'flashinfer-cubin=={public_version(core)}'")
+        else:
+            fixes.append(f"pip install 'flashinfer-jit-cache=={public_version(core)}' --index-url "
+                         f"https://flashinfer.ai/whl/cu{cu}")
+    shown = ", ".join(f"{d} {v}" for d, v in bad)
+    return ("fail", f"{shown} does not match flashinfer-python {core}: flashinfer refuses to "
+            "start ('... version does not match flashinfer version'), and bypassing that check "
+            "loads stale kernels (illegal memory accesses, missing cubins)",
+            " && ".join(fixes) + " (reinstall at the same version; do not bypass the check)")
+
+
+def _flashinfer_check_disabled(facts: Facts) -> Verdict | None:
+    value = facts.environ.get("FLASHINFER_DISABLE_VERSION_CHECK", "").strip()
+    if not value or value.lower() in ("0", "false", "no", "off"):
+        return None
+    return ("warn", f"FLASHINFER_DISABLE_VERSION_CHECK={value} hides a flashinfer-python / "
+            "flashinfer-cubin / flashinfer-jit-cache mismatch; running mismatched packages has "
+            "caused stale kernels and illegal memory accesses",
+            "unset FLASHINFER_DISABLE_VERSION_CHECK and install matching versions")
+
+
+def _flashinfer_nvcc(facts: Facts) -> Verdict | None:
+    if not facts.version("flashinfer-python") or not facts.nvcc_version:
+        return None
+    twelve = [c for c in set(facts.caps) if c[0] == 12]
+    if not twelve or not version_in(facts.nvcc_version, "<12.9"):
+        return None
+    return ("warn", f"FlashInfer JIT-compiles with the local nvcc ({facts.nvcc}, CUDA "
+            f"{facts.nvcc_version}); for {sm_name(twelve[0])} it needs CUDA >= 12.9 and otherwise "
+            "fails with 'FlashInfer requires GPUs with sm75 or higher' (fixed by flashinfer PR "
+            "#3633; the first release with it is not confirmed)",
+            "point CUDA_HOME and PATH at a CUDA >= 12.9 toolkit")
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("sgl-kernel-missing-fused-marlin-moe", 1,
+         "https://github.com/sgl-project/sglang/issues/8654",
+         "sglang >=0.4.9.post3,<0.5.6 with sgl-kernel/sglang-kernel >=0.3.18", _fused_marlin_moe),
+    Rule("sgl-kernel-dist-renamed", None, "https://github.com/sgl-project/sglang/pull/20440",
+         "sglang >=0.4.6.post1,<0.5.10 with only sglang-kernel installed", _dist_renamed),
+    Rule("sgl-kernel-not-installed", 8, "https://github.com/sgl-project/sglang/issues/3687",
+         "sglang >=0.4.3 with neither kernel distribution", _kernel_not_installed),
+    Rule("sgl-kernel-cuda-major-variant", 6, "https://github.com/sgl-project/sglang/issues/29646",
+         "kernel CUDA major (DT_NEEDED libcudart, label or default build) != torch's",
+         _cuda_major_variant),
+    Rule("sgl-kernel-green-ctx-driver", 7, "https://github.com/sgl-project/sglang/issues/8432",
+         f"sgl-kernel {kf.GREEN_CTX_FIRST}–{kf.GREEN_CTX_LAST} with a driver < CUDA 12.4",
+         _green_ctx_driver),
+    Rule("sgl-kernel-cudart-preload", 4, "https://github.com/sgl-project/sglang/issues/18203",
+         "sgl-kernel >=0.3.11,<0.3.18.post3, CUDA torch, CUDA home without lib/ or lib64/",
+         _cudart_preload),
+    Rule("torch-triton-pair-mismatch", 21, "https://github.com/triton-lang/triton/issues/7594",
+         "installed triton outside torch's Requires-Dist triton pin", _torch_triton),
+    Rule("triton-cache-symbols-removed", 19, "https://github.com/sgl-project/sglang/pull/7832",
+         "sglang <0.4.9.post1 with triton >=3.4", _triton_cache_symbols),
+    Rule("triton-ptxas-too-old-blackwell", 17, "https://github.com/triton-lang/triton/issues/8539",
+         "GPU 10.3/12.1 with triton <3.6, 11.0 with triton <3.7, 10.x/12.x with triton <3.3; "
+         "TRITON_PTXAS_PATH unset", _ptxas_blackwell),
+    Rule("torch-wheel-lacks-sm120", 18, "https://github.com/pytorch/pytorch/issues/167244",
+         "GPU not in torch's arch list, or cc >= 10 with a torch CUDA < 12.8", _torch_lacks_arch),
+    Rule("tf-config-register-collision", 22, "https://github.com/sgl-project/sglang/issues/4629",
+         "sglang >=0.4.3.post1,<0.4.4.post2 with transformers >=4.49; sglang >=0.5.11,<0.5.20 "
+         "with transformers >=5.13", _config_register),
+    Rule("tf5-rope-theta-moved", 24, "https://github.com/sgl-project/sglang/pull/14745",
+         "sglang <0.5.10rc0 with transformers >=5.0.0rc0", _rope_theta),
+    Rule("tf-kernels-hub-revision", 27, "https://github.com/sgl-project/sglang/pull/26704",
+         "kernels >=0.15 with transformers >=5.6,<5.9", _kernels_hub),
+    Rule("alloc-conf-env-rename", 29, "https://github.com/pytorch/pytorch/issues/183387",
+         "PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF differ, or only the new one with "
+         "torch <2.10", _alloc_conf),
+    Rule("memory-saver-vs-expandable", 30, "https://github.com/fzyzcjy/torch_memory_saver/issues/24",
+         "torch-memory-saver installed with expandable_segments:True", _memory_saver_expandable),
+    Rule("flashinfer-cubin-jitcache-mismatch", 11,
+         "https://github.com/flashinfer-ai/flashinfer/issues/4337",
+         "flashinfer-cubin or flashinfer-jit-cache version != flashinfer-python",
+         _flashinfer_mismatch),
+    Rule("flashinfer-version-check-disabled", 11,
+         "https://github.com/lightseekorg/tokenspeed/pull/284",
+         "FLASHINFER_DISABLE_VERSION_CHECK set", _flashinfer_check_disabled),
+    Rule("flashinfer-sm120-nvcc128", 13, "https://github.com/flashinfer-ai/flashinfer/pull/3633",
+         "flashinfer with a 12.x GPU and a local nvcc < 12.9", _flashinfer_nvcc),
+)
+
+
+def check_rules(facts: Facts) -> list[Finding]:
+    out = []
+    for rule in RULES:
+        try:
+            finding = rule.evaluate(facts)
+        except Exception as exc:
+            finding = failed(rule.id, exc)
+        if finding is not None:
+            out.append(finding)
+    return out
