@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["sglang_shims.testing.pytest_plugin"]
+# _ci_skips: under SGLANG_SHIMS_CI=1 a skip whose reason is not on its list is a failure
+pytest_plugins = ["sglang_shims.testing.pytest_plugin", "tests._ci_skips"]
 
 # Property tests check behaviour, never speed (speed lives in benchmarks/): no deadline,
 # and no failure because a loaded CI machine generated examples slowly.  Same number of
@@ -101,10 +102,15 @@ def py() -> Callable[..., Result]:
 
 
 def need(module: str) -> None:
-    """Skip (with the reason) when ``module`` is missing -- except in CI, where
-    ``.ci/run`` installs it and its absence is a failure."""
+    """Skip (with the reason) when the third-party ``module`` is missing -- except in CI,
+    where ``.ci/run`` installs it and its absence is a failure.
+
+    Never for our own modules: an ImportError of ``sglang_shims.*`` is a bug, not an
+    absence, and must fail wherever it happens.
+    """
     import importlib.util
 
+    assert module.partition(".")[0] != "sglang_shims", "need() is for third-party modules"
     if importlib.util.find_spec(module) is None:
         message = f"{module} is not installed (pip install -r tests/requirements/serving.txt)"
         if os.environ.get("SGLANG_SHIMS_CI"):

@@ -26,7 +26,7 @@ import pytest
 
 from sglang_shims.testing import wheels
 
-from ..conftest import run_python
+from ..conftest import need, run_python
 
 pytestmark = pytest.mark.wheels
 
@@ -341,6 +341,7 @@ def run(folder: Path, modules: list[str], capability: str, *, stock: bool = Fals
         compile_: bool = False, prefill_dims: tuple[int, ...] = PREFILL_DIMS,
         extend_dims: tuple[tuple[int, int], ...] = EXTEND_DIMS, **extra: str
         ) -> dict[str, object]:
+    need("torch")  # the harness imports it: a named skip, a failure in CI
     env = {"FAKE_CAPABILITY": capability, "SGLANG_SHIMS_GPU_CAPABILITY": capability,
            "MODULES": json.dumps(modules), "PREFILL_DIMS": json.dumps(prefill_dims),
            "EXTEND_DIMS": json.dumps(extend_dims), "TRITON_CACHE_DIR": str(TRITON_CACHE),
@@ -475,7 +476,8 @@ def _triton_can_compile() -> str | None:
 def test_shared_memory_fits_sm120(version: str, tree: Callable[..., tuple[Path, list[str]]]
                                   ) -> None:
     """Compile the recorded launches for sm_120 and read Triton's own shared-memory size."""
-    problem = _triton_can_compile()
+    need("triton")
+    problem = _triton_can_compile()  # triton installed but too old: a skip, a failure in CI
     if problem:
         pytest.skip(f"Triton >= 3.3 cannot compile here ({problem}); see smem_estimate")
     folder, modules = tree(version, fake_triton=False)

@@ -1,7 +1,8 @@
 """sm120-trtllm-backend-autoselect with the real ServerArgs of the affected releases.
 
 The real ``sglang.srt.server_args`` of a release is imported (it needs sglang's runtime
-dependencies: transformers, fastapi, ...; without them the tests skip and say so), then
+dependencies: transformers, fastapi, ...; when one is missing the tests skip and name it,
+a failure in CI; any other ImportError, ours included, fails), then
 ``torch.cuda`` is told it has a GPU of a given capability and the real
 ``ServerArgs._handle_attention_backend_compatibility`` is called on a ServerArgs built
 from the dataclass defaults, with a stand-in model config (an MHA Llama, or an MLA
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import run_python
+from ..conftest import need, run_python
 
 pytestmark = pytest.mark.wheels
 
@@ -32,7 +33,11 @@ if not os.environ.get("STOCK"):
     sglang_shims.install()
 try:
     import sglang.srt.server_args as server_args
-except ImportError as exc:
+except ModuleNotFoundError as exc:
+    # only a third-party module missing is an absence to report; an ImportError from
+    # sglang itself or from the shims is a failure (the traceback goes to stderr)
+    if (exc.name or "").partition(".")[0] in ("sglang", "sglang_shims", "sgl_kernel", ""):
+        raise
     print(json.dumps({"import_error": f"{type(exc).__name__}: {exc}"}))
     raise SystemExit(0)
 import sglang.srt.utils as utils
@@ -100,6 +105,7 @@ CASES = (MHA_12, EXPLICIT_12, MLA_12, MHA_10)
 def run(release: Path, gpus: str, cases: tuple[dict[str, object], ...] = CASES, *,
         stock: bool = False) -> tuple[list[dict[str, object]], dict[str, object]]:
     # gpus: what the patch's GPU gate sees (SGLANG_SHIMS_GPU_CAPABILITY)
+    need("torch")
     env = {"SGLANG_SHIMS_GPU_CAPABILITY": gpus, "PATCH_ID": PATCH, "CASES": json.dumps(cases)}
     if stock:
         env["STOCK"] = "1"

@@ -1,0 +1,111 @@
+"""The CI skip policy (tests/_ci_skips.py): every allowed skip is an external absence, and
+an unlisted skip -- at run time or at module import -- fails a run under SGLANG_SHIMS_CI=1."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ._ci_skips import CI_ALLOWED_SKIPS, allowed
+from .conftest import REPO, clean_env
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_allow_list_is_short_and_external() -> None:
+    # Each entry names a thing the machine lacks, never our code or a pip package that
+    # .ci/run installs (torch, triton, transformers, uv, hypothesis ...).
+    assert len(CI_ALLOWED_SKIPS) <= 5
+    installed_by_ci = ("torch", "triton", "transformers", "sglang", "uv", "hypothesis",
+                       "numpy", "wheel", "cache", "sglang_shims", "import")
+    for prefix, why in CI_ALLOWED_SKIPS:
+        assert why, prefix
+        words = set(re.findall(r"[\w+]+", prefix.lower()))
+        assert not words & set(installed_by_ci), prefix
+
+
+def test_every_allowed_reason_is_used_by_a_test() -> None:
+    """No stale entry: each prefix is the start of a skip reason some test gives."""
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in TESTS.rglob("test_*.py"))
+    for prefix, _ in CI_ALLOWED_SKIPS:
+        assert re.search(r"""["']""" + re.escape(prefix), sources), prefix
+
+
+@pytest.mark.parametrize(("reason", "ok"), [
+    ("no CUDA GPU: compiled-kernel tests need one", True),
+    ("Skipped: nvcc is not installed: cannot compile", True),
+    ("torch is not installed (pip install -r tests/requirements/serving.txt)", False),
+    ("triton is not importable here (NameError: name 'x' is not defined)", False),
+    ("sglang's runtime dependencies are missing here: ModuleNotFoundError", False),
+    ("the installed no CUDA GPU", False),  # a prefix, not a substring
+])
+def test_allowed(reason: str, ok: bool) -> None:
+    assert allowed(reason) is ok
+
+
+SAMPLE = """
+import pytest
+
+def test_unlisted():
+    pytest.skip("torch is not installed")
+
+def test_listed():
+    pytest.skip("no CUDA GPU: needs one")
+
+@pytest.mark.xfail(reason="known", strict=True)
+def test_xfail():
+    assert False
+
+def test_passes():
+    pass
+"""
+
+MODULE_SKIP = """
+import pytest
+pytest.importorskip("no_such_module_xyz_123")
+
+def test_never_runs():
+    pass
+"""
+
+
+def _pytest(tmp_path: Path, text: str, ci: bool) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_sample.py").write_text(textwrap.dedent(text), encoding="utf-8")
+    env = clean_env(PYTHONPATH=str(REPO), **({"SGLANG_SHIMS_CI": "1"} if ci else {}))
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider",
+         "-p", "tests._ci_skips", "-rA", "-q", "-o", "addopts=", "--rootdir", str(tmp_path),
+         str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        check=False)
+
+
+def test_unlisted_skips_fail_in_ci(tmp_path: Path) -> None:
+    result = _pytest(tmp_path, SAMPLE, ci=True)
+    out = result.stdout
+    assert result.returncode == 1, out
+    assert re.search(r"FAILED .*test_unlisted", out), out
+    assert re.search(r"SKIPPED .*no CUDA GPU", out), out
+    assert "not on CI_ALLOWED_SKIPS" in out
+    assert re.search(r"1 failed, 1 passed, 1 skipped, 1 xfailed", out), out
+
+
+def test_module_level_skip_fails_in_ci(tmp_path: Path) -> None:
+    result = _pytest(tmp_path, MODULE_SKIP, ci=True)
+    assert result.returncode != 0, result.stdout
+    assert re.search(r"ERROR .*test_sample.py", result.stdout), result.stdout
+    assert "not on CI_ALLOWED_SKIPS" in result.stdout
+
+
+@pytest.mark.parametrize(("text", "code", "summary"), [
+    (SAMPLE, 0, "1 passed, 2 skipped, 1 xfailed"),
+    (MODULE_SKIP, 5, "1 skipped"),  # 5: nothing ran, the module was skipped
+], ids=["runtime", "module"])
+def test_skips_stay_skips_outside_ci(tmp_path: Path, text: str, code: int, summary: str) -> None:
+    result = _pytest(tmp_path, text, ci=False)
+    assert result.returncode == code, result.stdout
+    assert summary in result.stdout, result.stdout
