@@ -80,12 +80,13 @@ class Scenario:
 SCENARIOS = [
     Scenario("raises on the first statement",
              "def apply(ctx):\n    raise ValueError('first statement')\n",
-             "failed", "ValueError: first statement; rolled back"),
+             "failed", "fault-demo/patch.py:2: ValueError: first statement; rolled back"),
     Scenario("raises midway, after one journaled change and direct ones",
              "def apply(ctx):\n    ctx.setattr(ctx.module, 'VALUE', 2)\n"
              "    ctx.module.ITEMS.append(3)\n"
              "    ctx.module.EXTRA = 1\n    raise RuntimeError('midway')\n",
-             "failed", "RuntimeError: midway; rolled back (restored shimtarget.mod attributes"
+             "failed", "fault-demo/patch.py:5: RuntimeError: midway; rolled back (restored"
+             " shimtarget.mod attributes"
              " changed outside the journal: removed EXTRA, restored the contents of ITEMS)"),
     Scenario("a target symbol is missing",
              "def apply(ctx):\n    ctx.wrap(ctx.module, 'no_such_function',"
@@ -98,7 +99,8 @@ SCENARIOS = [
                                 'anchors = ["def greet(name, loud):"]\n'}),
     Scenario("its own code fails to import",
              "import no_such_module_for_sglang_shims\n\ndef apply(ctx):\n    pass\n",
-             "failed", "ModuleNotFoundError: No module named 'no_such_module_for_sglang_shims'"),
+             "failed", "fault-demo/patch.py:1: ModuleNotFoundError: No module named"
+             " 'no_such_module_for_sglang_shims'"),
     Scenario("its own code has a syntax error",
              "def apply(ctx) :: pass\n", "failed", "SyntaxError"),
     Scenario("a circular import between patch and target",

@@ -22,7 +22,7 @@ from ..catalog.manifest import Manifest, Provide
 from . import log as _log
 from . import record as _report
 from .gates import Environment
-from .journal import PatchContext, Retired, restore, snapshot
+from .journal import PatchContext, Retired, restore, snapshot, where_in_patch
 from .judge import assess
 from .proxy import OptionalSymbol
 
@@ -58,7 +58,7 @@ class Engine:
             self.enabled[manifest.id] = (on, by)
             self.records[manifest.id] = self._fresh(manifest, on, by)
         for folder, error in self.catalog.errors.items():
-            self.records[folder] = _report.Record(folder, "failed", f"manifest invalid: {error}")
+            self.records[folder] = _report.Record(folder, "failed", error)
         self.warnings = list(self.toggles.problems)
         if level_problem:
             self.warnings.append(level_problem)
@@ -70,7 +70,7 @@ class Engine:
         for folder, error in self.catalog.errors.items():
             self.log.warning("patch %s not loaded: %s", folder, error)
         atexit.register(self.at_exit)
-        if _bootstrap.env("SGLANG_SHIMS_REPORT_DIR"):
+        if _report.report_dir():  # resolved now, before the program can change directory
             self._follow_process_title()
 
     # -- state ---------------------------------------------------------------------------
@@ -123,7 +123,7 @@ class Engine:
         if self.toggles.strict and self.catalog.errors and not self.invalid_reported:
             self.invalid_reported = True
             problems = "; ".join(self.catalog.errors.values())
-            raise ShimImportError(f"sglang-shims: strict mode and a patch manifest is invalid:"
+            raise ShimImportError(f"sglang-shims: strict mode and a patch could not be loaded:"
                                   f" {problems}")
         if name == "setproctitle" and phase == "after":
             self._wrap_title(module)
@@ -292,7 +292,7 @@ class Engine:
             errors = ctx.undo()
             fixed = restore(module, before)
             self._forget_proxies(manifest.id)
-            reason = f"{type(exc).__name__}: {exc}; rolled back"
+            reason = f"{where_in_patch(exc, manifest)}{type(exc).__name__}: {exc}; rolled back"
             if errors:
                 reason += f" (undo errors: {'; '.join(errors)})"
             if fixed:
@@ -441,7 +441,7 @@ class Engine:
                       _report.role())
 
     def write_report(self) -> None:
-        directory = _bootstrap.env("SGLANG_SHIMS_REPORT_DIR")
+        directory = _report.report_dir()
         if not directory:
             return
         try:

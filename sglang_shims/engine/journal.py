@@ -203,6 +203,24 @@ class PatchContext:
         return errors
 
 
+def where_in_patch(exc: BaseException, manifest: Manifest) -> str:
+    """``"<id>/patch.py:LINE: "`` for the innermost frame of the patch's own code in the
+    exception's traceback, ``""`` if none: a failure reason then says which line of the
+    patch to read, wherever the exception itself was raised (pluggy names the plugin's
+    hook function the same way)."""
+    if manifest.folder is None:
+        return ""
+    import traceback
+
+    inside = str(manifest.folder) + os.sep
+    found = ""
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        filename = frame.f_code.co_filename
+        if filename.startswith(inside):
+            found = f"{manifest.folder.name}/{filename[len(inside):]}:{line}: "
+    return found
+
+
 @functools.cache
 def _detected_gpus() -> tuple[tuple[int, int], ...]:
     from .gates import detect_gpus
