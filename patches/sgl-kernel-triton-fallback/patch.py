@@ -31,17 +31,15 @@ def _library_for(folder: Path, capability: tuple[int, int]) -> Path | None:
 
 def unusable(ctx: PatchContext) -> str | None:
     module = ctx.module
-    if type(getattr(module, "__loader__", None)).__name__ == "Missing":
+    if ctx.target_missing:
         return "sgl_kernel is not installed"
     spec = getattr(module, "__spec__", None)
     locations = list(getattr(spec, "submodule_search_locations", None) or [])
     if not locations:
         return None
     from sglang_shims.patching.elf import inspect_library
-    from sglang_shims.engine.gates import detect_gpus
 
-    capabilities, _ = detect_gpus()
-    for capability in capabilities:
+    for capability in ctx.gpus():
         library = _library_for(Path(locations[0]), capability)
         if library is None:
             continue

@@ -145,12 +145,6 @@ def parse_version(text: str) -> tuple[int, int]:
     return (int(numbers[0]), int(numbers[1])) if len(numbers) >= 2 else (0, 0)
 
 
-def gpu_capabilities() -> list[tuple[int, int]]:
-    from sglang_shims.engine.gates import detect_gpus
-
-    return detect_gpus()[0]
-
-
 def candidates(environ: Mapping[str, str]) -> Iterator[str]:
     """Existing ptxas files to try, most explicitly configured first, each once."""
     seen: set[str] = set()
@@ -193,7 +187,7 @@ def apply(ctx: PatchContext) -> None:
     if tool is None:
         ctx.retire(f"{dist_name} {version_text} predates Blackwell support; a ptxas cannot"
                    " help (triton >= 3.3 is needed)")
-    caps = sorted({c for c in gpu_capabilities() if c[0] >= 10})
+    caps = sorted({c for c in ctx.gpus() if c[0] >= 10})
     for cap in [c for c in caps if c not in REQUIREMENTS]:
         ctx.note(f"no ptxas requirement is known for {arch_name(cap)}; not checked")
     caps = [c for c in caps if c in REQUIREMENTS]
