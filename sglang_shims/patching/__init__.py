@@ -1,12 +1,45 @@
 """What patch code (``patches/<id>/patch.py``) may import from sglang-shims.
 
-A patch module defines ``apply(ctx: PatchContext) -> None`` and changes things only
-through ``ctx`` so that every change can be rolled back and reported.
+A patch module defines ``apply(ctx: PatchContext) -> None`` (:class:`PatchModule`), or, for
+a patch that stands in for a whole module, ``unusable(ctx)`` and ``provide(ctx)``
+(:class:`StandInModule`), and changes things only through ``ctx`` so that every change can
+be rolled back and reported.  The helpers here are the shapes patches kept writing for
+themselves: reading an argument of a wrapped call (:func:`argument`), showing values while
+one call runs (:func:`temporarily`) and the recurring transformers-5 fixes
+(:func:`keep_as_class_attributes`, :func:`tie_nothing`).
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..engine.journal import PatchContext, Retired
 from ..engine.proxy import MissingSymbolError, OptionalSymbol
-from .transformers5 import keep_as_class_attributes
+from .calls import Argument, argument, temporarily
+from .transformers5 import keep_as_class_attributes, tie_nothing
 
-__all__ = ["MissingSymbolError", "OptionalSymbol", "PatchContext", "Retired",
-           "keep_as_class_attributes"]
+__all__ = ["Argument", "MissingSymbolError", "OptionalSymbol", "PatchContext", "PatchModule",
+           "Retired", "StandInModule", "Wrapper", "argument", "keep_as_class_attributes",
+           "temporarily", "tie_nothing"]
+
+Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+"""What ``ctx.wrap`` takes: ``wrapper(wrapped, instance, args, kwargs)``, as in wrapt."""
+
+
+class PatchModule(Protocol):
+    """A ``patch.py`` that changes its target after (or before) the target's body runs."""
+
+    def apply(self, ctx: PatchContext) -> None: ...
+
+
+class StandInModule(Protocol):
+    """A ``patch.py`` of a ``when = "instead"`` patch: it may replace its whole target.
+
+    ``unusable(ctx)`` runs before the real module's body and says why that module cannot
+    serve this process (``None``: it can); ``provide(ctx)`` then fills ``ctx.module`` in.
+    """
+
+    def unusable(self, ctx: PatchContext) -> str | None: ...
+
+    def provide(self, ctx: PatchContext) -> None: ...

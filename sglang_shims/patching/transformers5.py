@@ -1,4 +1,7 @@
-"""Keep transformers-4-style annotated class attributes out of transformers 5's dataclasses.
+"""Fixes that recur wherever code written for transformers 4 meets transformers 5.
+
+:func:`keep_as_class_attributes` -- annotated class attributes and transformers 5's
+dataclass configs:
 
 Since transformers 5.4 (PR 41250) ``PreTrainedConfig.__init_subclass__`` runs
 ``dataclass()`` on every config subclass, so each annotated class attribute becomes a
@@ -13,15 +16,22 @@ the value, if any, where it was.  Config serialisation reads ``__dict__``, not t
 fields, so nothing else changes.
 
 Patch code uses :func:`keep_as_class_attributes` from ``sglang_shims.patching``.
+
+:func:`tie_nothing` -- ``_tied_weights_keys``: transformers 4 read it as a list of
+parameter names; transformers 5's ``post_init`` reads ``{target: source}`` and calls
+``.keys()`` on it, so a model class still declaring the v4 list fails to construct.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["keep_as_class_attributes"]
+if TYPE_CHECKING:
+    from ..engine.journal import PatchContext
+
+__all__ = ["keep_as_class_attributes", "tie_nothing"]
 
 
 def _is_classvar(hint: Any) -> bool:
@@ -62,3 +72,17 @@ def keep_as_class_attributes(cls: type, *, unhashable: bool = True,
             annotations[name] = _as_classvar(hint)
             changed.append(name)
     return changed
+
+
+def tie_nothing(ctx: PatchContext, cls: type | None) -> bool:
+    """Make a v4 list ``cls._tied_weights_keys`` the empty mapping transformers 5 reads.
+
+    Only for models that have nothing to tie: sglang's causal-LM classes declare
+    ``["lm_head.weight"]`` for a module with no ``lm_head`` (logits come from the embedding),
+    so the faithful transformers-5 value is ``{}``.  ``cls`` None (the release lacks the
+    class) or a class already declaring a mapping is left alone; returns whether it changed.
+    """
+    if cls is None or not isinstance(vars(cls).get("_tied_weights_keys"), list):
+        return False
+    ctx.setattr(cls, "_tied_weights_keys", {})
+    return True
