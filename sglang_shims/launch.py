@@ -114,6 +114,30 @@ def carry_into_children(environ: dict[str, str] | os._Environ[str]) -> bool:
     return True
 
 
+def default_report_dir() -> tuple[Path, str | None]:
+    """A new folder for this run's reports, and why the usual place was refused, if it was.
+
+    The folder is made by ``mkdtemp`` (a name no one can guess, mode 0700) inside this
+    user's ``<tmp>/sglang-shims-<uid>``, which must be ours alone: another user could
+    otherwise pre-create the run folder and plant links in it, or lock us out.  When that
+    user folder was made by someone else, the run folder goes straight into the temp dir
+    instead (still private), and ``sglang-shims status`` needs it named.
+    """
+    import tempfile
+
+    from . import _trust
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    root = _trust.user_folder()
+    try:
+        os.close(_trust.open_folder(root))
+        return Path(tempfile.mkdtemp(prefix=f"{stamp}-", dir=root)), None
+    except OSError as exc:
+        run_dir = Path(tempfile.mkdtemp(prefix=f"{root.name}-{stamp}-"))
+        return run_dir, (f"not using {root} ({exc}); this run's reports go to {run_dir},"
+                         f" read them with `sglang-shims status --report-dir {run_dir}`")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         plan = parse(sys.argv[1:] if argv is None else argv)
@@ -125,10 +149,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     os.environ.update(plan.env)
     if not os.environ.get("SGLANG_SHIMS_REPORT_DIR", "").strip():
-        from .cli.status import LAUNCH_ROOT
-
-        run_dir = LAUNCH_ROOT / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        run_dir, refused = default_report_dir()
         os.environ["SGLANG_SHIMS_REPORT_DIR"] = str(run_dir)
+        if refused:
+            print(f"sglang-shims: {refused}", file=sys.stderr)
     print(f"sglang-shims: process reports go to {os.environ['SGLANG_SHIMS_REPORT_DIR']};"
           " `sglang-shims status` summarises them", file=sys.stderr)
     carry_into_children(os.environ)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from .. import _trust
 from .manifest import Manifest, ManifestError, load_text
 
 MANIFEST = "manifest.toml"
@@ -59,18 +59,12 @@ def builtin_root(warnings: list[str] | None = None) -> Path:
 
 
 def unsafe_reason(folder: Path) -> str | None:
-    """Why ``folder`` may not be trusted with code, or None if it may."""
-    try:
-        info = folder.stat()
-    except OSError as exc:
-        return f"cannot stat it ({exc.strerror})"
-    if not stat.S_ISDIR(info.st_mode):
-        return "it is not a directory"
-    if info.st_mode & stat.S_IWOTH:
-        return "it is world-writable"
-    if hasattr(os, "getuid") and info.st_uid not in (os.getuid(), 0):
-        return f"it is owned by uid {info.st_uid}, not by you (uid {os.getuid()}) or root"
-    return None
+    """Why code in ``folder`` may not be trusted, or None if it may.
+
+    The folder and every folder above it are judged (:func:`sglang_shims._trust.chain_problem`):
+    anyone who can write or rename one of them could have written the patches.
+    """
+    return _trust.chain_problem(folder)
 
 
 def extra_roots(value: str | None) -> tuple[list[Path], list[str]]:
@@ -90,13 +84,41 @@ def extra_roots(value: str | None) -> tuple[list[Path], list[str]]:
         if reason:
             warnings.append(f"SGLANG_SHIMS_PATH entry {part!r} refused: {reason}")
             continue
-        roots.append(path)
+        roots.append(Path(os.path.realpath(path)))
     return roots, warnings
 
 
+def code_name_problem(code: str) -> str | None:
+    """Why a manifest's ``code`` is not a plain file name inside its patch folder."""
+    seps = {"/", os.sep, os.altsep or "/"}
+    if not code or code in (".", "..") or any(sep in code for sep in seps) or "\0" in code:
+        return (f"code = {code!r} must be a plain file name inside the patch folder (no"
+                " directory, no '..', no absolute path)")
+    return None
+
+
+def extra_problem(folder: Path, code: str | None) -> str | None:
+    """Why a patch folder from ``SGLANG_SHIMS_PATH`` may not run: the folder, its manifest
+    and its code file must each be a real entry (no link), owned by you or root and
+    writable by nobody else, and ``code`` must name a file inside the folder."""
+    problem = _trust.entry_problem(folder, folder=True) or _trust.entry_problem(
+        folder / MANIFEST, folder=False)
+    if problem or code is None:
+        return problem
+    return code_name_problem(code) or _trust.entry_problem(folder / code, folder=False)
+
+
+def _read_extra_manifest(folder: Path) -> str:
+    """The manifest's text, read without following a link, from a file only you or root
+    could have written (raises :class:`sglang_shims._trust.NotPrivate` otherwise)."""
+    return _trust.read_file(folder / MANIFEST, root_too=True).decode("utf-8")
+
+
 def _patch_folders(root: Path) -> list[Path]:
+    """Subfolders holding a manifest (a link to one counts: it is refused by name later)."""
     try:
-        return sorted(p for p in root.iterdir() if (p / MANIFEST).is_file())
+        return sorted(p for p in root.iterdir()
+                      if p.is_symlink() or os.path.lexists(p / MANIFEST))
     except OSError:
         return []
 
@@ -113,15 +135,25 @@ def load(extra_path: str | None = None, include_builtin: bool = True) -> Catalog
     seen: dict[str, str] = {}
     for root, source in sources:
         for folder in _patch_folders(root):
-            if source != "builtin" and (reason := unsafe_reason(folder)):
-                catalog.warnings.append(f"patch folder {folder} refused: {reason}")
-                continue
             where = str(folder / MANIFEST)
+            extra = source != "builtin"
             try:
-                manifest = load_text((folder / MANIFEST).read_text(encoding="utf-8"), where,
-                                     folder, source)
+                if extra and (problem := extra_problem(folder, None)):
+                    catalog.errors[folder.name] = f"refused: {problem}"
+                    continue
+                text = (_read_extra_manifest(folder) if extra
+                        else (folder / MANIFEST).read_text(encoding="utf-8"))
+                manifest = load_text(text, where, folder, source)
+            except _trust.NotPrivate as exc:
+                catalog.errors[folder.name] = f"refused: {exc}"
+                continue
             except (ManifestError, OSError, UnicodeDecodeError) as exc:
-                catalog.errors[folder.name] = str(exc)
+                catalog.errors[folder.name] = f"manifest invalid: {exc}"
+                continue
+            if manifest.code is not None and (problem := (
+                    extra_problem(folder, manifest.code) if extra
+                    else code_name_problem(manifest.code))):
+                catalog.errors[folder.name] = f"refused: {problem}"
                 continue
             if manifest.id in seen:
                 catalog.warnings.append(
@@ -136,6 +168,8 @@ def load(extra_path: str | None = None, include_builtin: bool = True) -> Catalog
 def load_code(manifest: Manifest) -> ModuleType:
     """Execute a patch's ``patch.py`` as ``sglang_shims.patches.<id>`` and return it."""
     assert manifest.folder is not None and manifest.code is not None
+    if problem := code_name_problem(manifest.code):
+        raise ImportError(problem)
     path = manifest.folder / manifest.code
     name = "sglang_shims.patches." + manifest.id.replace("-", "_").replace(".", "_")
     if name in sys.modules:
@@ -143,10 +177,21 @@ def load_code(manifest: Manifest) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load patch code {path}")
+    # Code from SGLANG_SHIMS_PATH runs from the bytes that passed the trust check (read
+    # without following links), not from a second read of the path by the loader.
+    verified = None
+    if manifest.source != "builtin":
+        try:
+            verified = _trust.read_file(path, root_too=True)
+        except OSError as exc:
+            raise ImportError(f"patch code {path} refused: {exc}") from None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        if verified is None:
+            spec.loader.exec_module(module)
+        else:
+            exec(compile(verified, str(path), "exec"), module.__dict__)
     except BaseException:
         sys.modules.pop(name, None)
         raise

@@ -8,30 +8,48 @@ a failed or drifted patch anywhere, or processes that disagree, is a problem.
 from __future__ import annotations
 
 import json
-import tempfile
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import _trust
 from .._bootstrap import env
 from . import render as _table
 
-LAUNCH_ROOT = Path(tempfile.gettempdir()) / "sglang-shims"
+
+def launch_root() -> Path:
+    """Where the launcher puts this user's runs: ``<tmp>/sglang-shims-<uid>``."""
+    return _trust.user_folder()
 
 
 def resolve_dir(explicit: str | None) -> Path | None:
-    """The report directory: the argument, else $SGLANG_SHIMS_REPORT_DIR, else the
-    newest launch directory under the system temp dir."""
+    """The report directory: the argument, else $SGLANG_SHIMS_REPORT_DIR, else this
+    user's newest launch directory under the system temp dir.
+
+    Only folders we own are candidates: another user's run (or a link to one) is never
+    picked as "the newest".  A per-user folder made by someone else is returned as is,
+    so that :func:`aggregate` refuses it with the reason instead of showing nothing.
+    """
     if explicit:
         return Path(explicit)
     from_env = env("SGLANG_SHIMS_REPORT_DIR")
     if from_env:
         return Path(from_env)
-    if not LAUNCH_ROOT.is_dir():
+    root = launch_root()
+    if not os.path.lexists(root):
         return None
-    runs = sorted((p for p in LAUNCH_ROOT.iterdir() if p.is_dir()),
-                  key=lambda p: p.stat().st_mtime)
-    return runs[-1] if runs else None
+    try:
+        _trust.check_folder(root)
+    except OSError:
+        return root
+    runs = []
+    for entry in root.iterdir():
+        info = entry.lstat()
+        if stat.S_ISDIR(info.st_mode) and not _trust.owner_problem(info, "", root_too=False):
+            runs.append((info.st_mtime, entry))
+    return max(runs)[1] if runs else None
 
 
 @dataclass
@@ -42,6 +60,8 @@ class Summary:
     """patch id -> state -> [{pid, role, reason}]"""
     unreadable: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    user: str = field(default_factory=_trust.whoami)
+    """Whose reports these are: only files of the current user are read."""
 
     def verdict(self, patch_id: str) -> str:
         states = self.patches[patch_id]
@@ -56,11 +76,13 @@ class Summary:
         return {"directory": str(self.directory), "processes": self.processes,
                 "patches": {pid: {"verdict": self.verdict(pid), "states": states}
                             for pid, states in sorted(self.patches.items())},
-                "unreadable": self.unreadable, "problems": self.problems}
+                "unreadable": self.unreadable, "problems": self.problems,
+                "user": self.user}
 
     def text(self) -> str:
         if not self.processes:
-            return f"no process reports in {self.directory}"
+            return "\n".join([f"no process reports of {self.user} in {self.directory}",
+                              *self._notes()])
         procs = _table.render(
             ["pid", "ppid", "role", "origin", "applied", "argv"],
             [(p["pid"], p["ppid"], p["role"], p["origin"], p["applied"], " ".join(p["argv"]))
@@ -73,18 +95,28 @@ class Summary:
                 for state, members in sorted(states.items()) if state != "applied"
                 for proc in members)
             rows.append((patch_id, self.verdict(patch_id), detail or "-"))
-        out = [f"reports: {self.directory} ({len(self.processes)} processes)", "", procs, "",
+        out = [f"reports of {self.user}: {self.directory} ({len(self.processes)} processes)",
+               "", procs, "",
                _table.render(["patch", "verdict", "processes that differ"], rows, max_width=90)]
-        out += [f"problem: {p}" for p in self.problems]
-        out += [f"unreadable report: {u}" for u in self.unreadable]
-        return "\n".join(out)
+        return "\n".join(out + self._notes())
+
+    def _notes(self) -> list[str]:
+        return ([f"problem: {p}" for p in self.problems]
+                + [f"unreadable report: {u}" for u in self.unreadable])
 
 
 def aggregate(directory: Path) -> Summary:
     summary = Summary(directory)
+    try:
+        _trust.check_folder(directory)  # ours alone, or nothing in it is read
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        summary.problems.append(f"{directory} not read: {exc}")
+        return summary
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+        try:  # a link, or a file another user made, is skipped with the reason
+            data = json.loads(_trust.read_file(path))
             process = data["process"]
             patches = data["patches"]
         except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -83,15 +83,38 @@ def payload(records: dict[str, Record], origin: str, warnings: list[str]) -> dic
             "warnings": list(warnings)}
 
 
-def write(directory: str, data: dict[str, Any]) -> Path:
-    """Write ``<directory>/<pid>.json`` atomically; create the directory if needed."""
-    folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{os.getpid()}.json"
-    tmp = folder / f".{os.getpid()}.json.tmp"
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-    tmp.replace(target)
-    return target
+_resolved: dict[str, Path] = {}
+
+
+def report_dir() -> Path | None:
+    """``SGLANG_SHIMS_REPORT_DIR`` as an absolute path, resolved once per process.
+
+    Why once: a relative value read again at exit, after the program changed directory,
+    would split one process's reports across two folders.  The absolute path is also put
+    back into the environment, so children started later write beside this process.
+    """
+    raw = os.environ.get("SGLANG_SHIMS_REPORT_DIR", "").strip()
+    if not raw:
+        return None
+    if raw not in _resolved:
+        absolute = Path.cwd() / raw
+        _resolved[raw] = _resolved[str(absolute)] = absolute
+        os.environ["SGLANG_SHIMS_REPORT_DIR"] = str(absolute)
+    return _resolved[raw]
+
+
+def write(directory: str | Path, data: dict[str, Any]) -> Path:
+    """Write ``<directory>/<pid>.json`` atomically; create the directory if needed.
+
+    The folder must be ours alone (made 0700 when missing; refused when it is a link,
+    another user's, or writable by others) and the file is written through it without
+    following links (:func:`sglang_shims._trust.write_file`): another user can neither
+    redirect the write nor replace the report.
+    """
+    from .. import _trust
+
+    body = json.dumps(data, indent=1, sort_keys=True).encode("utf-8")
+    return _trust.write_file(Path(directory), f"{os.getpid()}.json", body)
 
 
 def summary(records: dict[str, Record]) -> str:

@@ -8,7 +8,8 @@ what is missing is making the other ranks wait for the first one.
 
 So the first launch of each kernel specialisation in a process runs under an
 exclusive ``flock`` on one file next to Triton's cache (``$TRITON_CACHE_DIR``, else
-``~/.triton/cache``).  The first rank to get it compiles and fills the cache; the
+``~/.triton/cache``; when others may write in that folder, this user's private
+``<tmp>/sglang-shims-<uid>`` instead).  The first rank to get it compiles and fills the cache; the
 others get the lock in turn and load what it wrote.  Every later launch of that
 specialisation in the process is a set lookup, no lock.
 
@@ -40,9 +41,25 @@ waits: list[float] = []  # seconds each locked first launch waited (for tests, d
 
 
 def lock_path() -> Path:
-    """The lock file: beside Triton's on-disk cache, which is what it protects."""
+    """The lock file's folder: Triton's on-disk cache, which is what it protects."""
     base = os.environ.get("TRITON_CACHE_DIR", "").strip()
     return Path(base) if base else Path.home() / ".triton" / "cache"
+
+
+def _open_lock() -> int:
+    """The lock file, in Triton's cache folder when that folder is ours alone.
+
+    A cache folder others may write in (one shared by several users) could hold a link
+    planted where the lock file goes, so there the lock lives in this user's private
+    folder instead (:func:`sglang_shims._trust.user_folder`): the ranks of one server
+    are one user's processes, so they still meet on it.
+    """
+    from .. import _trust
+
+    try:
+        return _trust.open_lock(lock_path(), LOCK_NAME)
+    except _trust.NotPrivate:
+        return _trust.open_lock(_trust.user_folder(), LOCK_NAME)
 
 
 def sizes(*values: int) -> tuple[tuple[bool, bool], ...]:
@@ -71,9 +88,7 @@ def _locked(run: Callable[[], object]) -> None:
         import fcntl
         import time
 
-        folder = lock_path()
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_lock()
     except (ImportError, OSError) as exc:
         _give_up(f"{type(exc).__name__}: {exc}")
         run()

@@ -2,8 +2,9 @@
 
 Patches are tested against the exact code users run, so tests download the
 published wheels instead of vendoring copies.  The cache lives in
-``$SGLANG_SHIMS_WHEEL_CACHE`` (default ``~/.cache/sglang-shims/wheels``); a wheel
-is downloaded at most once per cache and unpacked at most once per version.
+``$SGLANG_SHIMS_WHEEL_CACHE`` (default ``$XDG_CACHE_HOME/sglang-shims/wheels``, where
+``XDG_CACHE_HOME`` defaults to ``~/.cache``); a wheel is downloaded at most once per
+cache and unpacked at most once per version.
 """
 
 from __future__ import annotations
@@ -17,9 +18,23 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    default = Path.home() / ".cache" / "sglang-shims" / "wheels"
-    path = Path(os.environ.get("SGLANG_SHIMS_WHEEL_CACHE") or default)
-    path.mkdir(parents=True, exist_ok=True)
+    """The wheel cache, made 0700 when missing; refused when another user could write it.
+
+    Tests put what is unpacked here on ``PYTHONPATH`` and run it (as root, on CI), so the
+    folder and every folder above it follow the rule for patch folders
+    (:func:`sglang_shims._trust.chain_problem`).
+    """
+    from .. import _trust
+
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    path = Path(os.environ.get("SGLANG_SHIMS_WHEEL_CACHE") or base / "sglang-shims" / "wheels")
+    if not path.exists():
+        os.close(_trust.open_folder(path))  # made 0700, parents too
+    problem = _trust.chain_problem(path)
+    if problem:
+        raise RuntimeError(f"wheel cache {path} refused: {problem} (set SGLANG_SHIMS_WHEEL_CACHE"
+                           " to a folder only you can write)")
     return path
 
 
