@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import textwrap
 from pathlib import Path
@@ -72,8 +73,17 @@ def test_function_hash_ignores_indentation_not_content() -> None:
     (Fingerprint("m", anchors=("def helper(x):", "not here")), False),
     (Fingerprint("m", import_from="sgl_kernel", import_names=("fused_marlin_moe",)), True),
     (Fingerprint("m", import_from="sgl_kernel", import_names=("hidden",)), False),
+    # every imported name is checked, not only the first (two patches name several)
+    (Fingerprint("m", import_from="sgl_kernel", import_names=("fused_marlin_moe", "late")), True),
+    (Fingerprint("m", import_from="sgl_kernel", import_names=("fused_marlin_moe", "hidden")),
+     False),
+    (Fingerprint("m", import_from="sgl_kernel",
+                 import_names=("gptq_gemm", "late", "gone_in_a_later_release")), False),
+    # the documented hash: sha256 of the definition's lines, dedented, trailing spaces
+    # stripped, first 16 hex digits -- computed here, not by the code under test
     (Fingerprint("m", function="helper",
-                 sha256=(_source.function_hash(SOURCE, "helper") or "",)), True),
+                 sha256=(hashlib.sha256(b"def helper(x):\n    return x + 1").hexdigest()[:16],)),
+     True),
     (Fingerprint("m", function="helper", sha256=("0" * 16,)), False),
 ])
 def test_check(fp: Fingerprint, ok: bool) -> None:
