@@ -37,6 +37,10 @@ def unusable(ctx: PatchContext) -> str | None:
     locations = list(getattr(spec, "submodule_search_locations", None) or [])
     if not locations:
         return None
+    if getattr(module, "__file__", None) is None:
+        # a folder without __init__.py: what a broken or half-done uninstall leaves
+        return (f"sgl_kernel is a namespace package ({locations[0]} has no __init__.py):"
+                " a broken or partial install")
     from sglang_shims.patching.elf import inspect_library
 
     for capability in ctx.gpus():
