@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from sglang_shims.catalog.manifest import Gate, load_text
@@ -41,6 +44,17 @@ def test_alternatives_take_first_installed() -> None:
     env = Environment(versions={"sgl-kernel": None, "sglang-kernel": "0.4.5"})
     ok, detail = check_gate(Gate(("sgl-kernel", "sglang-kernel"), ">=0.3.18"), env)
     assert ok and detail == "sglang-kernel 0.4.5 in >=0.3.18"
+
+
+@pytest.mark.parametrize(("dists", "ok", "detail"), [
+    (("sgl-kernel", "sglang-kernel"), False, "sgl-kernel 0.3.18 not in >=0.4"),
+    (("sglang-kernel", "sgl-kernel"), True, "sglang-kernel 0.4.5 in >=0.4"),
+])
+def test_alternatives_with_both_installed_take_the_first(dists: tuple[str, str], ok: bool,
+                                                         detail: str) -> None:
+    """README: ``a | b`` is the first of a, b that is installed -- in the order written."""
+    env = Environment(versions={"sgl-kernel": "0.3.18", "sglang-kernel": "0.4.5"})
+    assert check_gate(Gate(dists, ">=0.4"), env) == (ok, detail)
 
 
 def test_missing_distribution() -> None:
@@ -87,20 +101,113 @@ class TestGpuGate:
         assert env.capabilities is None  # never detected
 
 
+# -- property tests with an oracle of our own ---------------------------------------------
+# Versions are generated from their parts (release, pre, post, dev, local), so the expected
+# answer is computed from those parts with PEP 440's ordering written out below, not by the
+# packaging call that satisfies() makes.
+
+PHASES = {"a": 0, "b": 1, "rc": 2}
+
+
+@dataclass(frozen=True)
+class V:
+    release: tuple[int, ...]
+    pre: tuple[str, int] | None = None
+    post: int | None = None
+    dev: int | None = None
+    local: str | None = None
+
+    def __str__(self) -> str:
+        text = ".".join(map(str, self.release))
+        text += f"{self.pre[0]}{self.pre[1]}" if self.pre else ""
+        text += f".post{self.post}" if self.post is not None else ""
+        text += f".dev{self.dev}" if self.dev is not None else ""
+        return text + (f"+{self.local}" if self.local else "")
+
+    @property
+    def base(self) -> tuple[int, ...]:
+        release = list(self.release)
+        while len(release) > 1 and release[-1] == 0:
+            release.pop()
+        return tuple(release)
+
+    @property
+    def is_pre(self) -> bool:
+        return self.pre is not None or self.dev is not None
+
+    def key(self) -> tuple[object, ...]:
+        """PEP 440 order: X.devN < X aN < X rcN < X < X.postN; .devN before its own release."""
+        if self.pre is None and self.post is None and self.dev is not None:
+            pre: tuple[int, int] = (-1, 0)
+        elif self.pre is None:
+            pre = (3, 0)
+        else:
+            pre = (PHASES[self.pre[0]], self.pre[1])
+        post = -1 if self.post is None else self.post
+        dev = math.inf if self.dev is None else self.dev
+        return (self.base, pre, post, dev)
+
+
+def spec_holds(v: V, op: str, s: V) -> bool:
+    """One clause, PEP 440 semantics with pre-releases allowed (local labels: see there)."""
+    same_base = v.base == s.base
+    if op in ("==", "!="):
+        equal = v.key() == s.key()  # the spec has no local label: the candidate's is ignored
+        return equal if op == "==" else not equal
+    if op == ">=":
+        return v.key() >= s.key()
+    if op == "<=":
+        return v.key() <= s.key()
+    if op == "<":  # a pre-release of V is not "< V" unless V is a pre-release itself
+        if not s.is_pre and v.is_pre and same_base and v.key() < s.key():
+            return False
+        return v.key() < s.key()
+    assert op == ">"  # a post-release or local build of V is not "> V"
+    if s.post is None and v.post is not None and same_base and v.pre == s.pre:
+        return False
+    if v.local is not None and v.key() == s.key():
+        return False
+    return v.key() > s.key()
+
+
+releases = st.lists(st.integers(0, 12), min_size=1, max_size=4).map(tuple)
+spec_versions = st.builds(
+    V, releases, st.one_of(st.none(), st.tuples(st.sampled_from(list(PHASES)), st.integers(0, 3))),
+    st.one_of(st.none(), st.integers(0, 3)))
 versions = st.builds(
-    lambda a, b, c, post, local: f"{a}.{b}.{c}" + (f".post{post}" if post else "")
-    + (f"+cu{local}" if local else ""),
-    st.integers(0, 3), st.integers(0, 30), st.integers(0, 30),
-    st.integers(0, 3), st.sampled_from([None, 124, 129, 130]))
+    V, releases, st.one_of(st.none(), st.tuples(st.sampled_from(list(PHASES)), st.integers(0, 3))),
+    st.one_of(st.none(), st.integers(0, 3)), st.one_of(st.none(), st.integers(0, 50)),
+    st.sampled_from([None, "cu130", "g1234abc", "rocm6.2"]))
+clauses = st.lists(st.tuples(st.sampled_from(["==", "!=", ">=", "<=", "<", ">"]), spec_versions),
+                   max_size=3)
 
 
-@given(versions, st.sampled_from([">=0.4.9.post2,<0.5.6", ">=0.3.18", "==2.9.1", "", "<1"]))
-def test_satisfies_never_raises_and_matches_packaging(version: str, spec: str) -> None:
-    from packaging.specifiers import SpecifierSet
-
-    ok, problem = satisfies(version, spec)
+@given(st.one_of(versions, releases.map(V)), clauses)
+def test_satisfies_matches_pep440(version: V, clause: list[tuple[str, V]]) -> None:
+    """local, post, pre and dev releases, against AND-ed clauses of every operator."""
+    # packaging < 26 and >= 26 read PEP 440's "a pre-release of V" differently when V is a
+    # post-release (is 1.0.dev0 below 1.0.post0?)
+    # (and is 1.0b1.post0 a post-release of 1.0a1?); no gate of ours writes such a clause
+    assume(not any(s.base == version.base and (
+        (op == "<" and s.post is not None and version.is_pre)
+        or (op == ">" and s.post is None and version.post is not None and version.pre != s.pre))
+        for op, s in clause))
+    spec = ",".join(f"{op}{s}" for op, s in clause)
+    ok, problem = satisfies(str(version), spec)
     assert problem == ""
-    assert ok == (SpecifierSet(spec).contains(version, prereleases=True) if spec else True)
+    assert ok == all(spec_holds(version, op, s) for op, s in clause), (str(version), spec)
+
+
+# none of these can end a PEP 440 version that has no local label (which would absorb some)
+GARBAGE_SUFFIXES = ["-custom-build", "..1", "+", "+cu 130", " beta", "!", "@main", ".x",
+                    "+a..b", "/1", "+-"]
+
+
+@given(versions.filter(lambda v: v.local is None), st.sampled_from(GARBAGE_SUFFIXES))
+def test_garbage_versions_are_refused_by_name(version: V, suffix: str) -> None:
+    garbage = f"{version}{suffix}"
+    ok, problem = satisfies(garbage, ">=0")
+    assert not ok and problem == f"version {garbage!r} is not PEP 440"
 
 
 @given(st.text(max_size=30))
