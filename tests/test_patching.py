@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from sglang_shims.patching import PatchContext, argument, temporarily, tie_nothing
+from sglang_shims.patching import PatchContext, argument, module_level, temporarily, tie_nothing
 
 from .test_apply import MANIFEST
 
@@ -142,3 +142,15 @@ def test_tie_nothing() -> None:
     assert not tie_nothing(ctx, Inherits)  # only the class's own declaration
     ctx.undo()
     assert V4._tied_weights_keys == ["lm_head.weight"]
+
+
+def test_module_level() -> None:
+    def build() -> type:
+        class Restored:
+            pass
+
+        return module_level(Restored, "transformers.models.demo")
+
+    cls = build()
+    assert (cls.__module__, cls.__qualname__) == ("transformers.models.demo", "Restored")
+    assert "<locals>" not in repr(cls)

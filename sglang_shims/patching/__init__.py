@@ -5,7 +5,8 @@ a patch that stands in for a whole module, ``unusable(ctx)`` and ``provide(ctx)`
 (:class:`StandInModule`), and changes things only through ``ctx`` so that every change can
 be rolled back and reported.  The helpers here are the shapes patches kept writing for
 themselves: reading an argument of a wrapped call (:func:`argument`), showing values while
-one call runs (:func:`temporarily`) and the recurring transformers-5 fixes
+one call runs (:func:`temporarily`), a class built in a patch that must look like its
+module's own (:func:`module_level`) and the recurring transformers-5 fixes
 (:func:`keep_as_class_attributes`, :func:`tie_nothing`).
 """
 
@@ -17,11 +18,12 @@ from typing import Any, Protocol
 from ..engine.journal import PatchContext, Retired
 from ..engine.proxy import MissingSymbolError, OptionalSymbol
 from .calls import Argument, argument, temporarily
+from .classes import module_level
 from .transformers5 import keep_as_class_attributes, tie_nothing
 
 __all__ = ["Argument", "MissingSymbolError", "OptionalSymbol", "PatchContext", "PatchModule",
            "Retired", "StandInModule", "Wrapper", "argument", "keep_as_class_attributes",
-           "temporarily", "tie_nothing"]
+           "module_level", "temporarily", "tie_nothing"]
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 """What ``ctx.wrap`` takes: ``wrapper(wrapped, instance, args, kwargs)``, as in wrapt."""
