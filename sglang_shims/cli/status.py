@@ -46,7 +46,10 @@ def resolve_dir(explicit: str | None) -> Path | None:
         return root
     runs = []
     for entry in root.iterdir():
-        info = entry.lstat()
+        try:
+            info = entry.lstat()
+        except OSError:  # removed meanwhile
+            continue
         if stat.S_ISDIR(info.st_mode) and not _trust.owner_problem(info, "", root_too=False):
             runs.append((info.st_mtime, entry))
     return max(runs)[1] if runs else None
