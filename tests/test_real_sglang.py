@@ -55,6 +55,34 @@ def test_proxy_and_clear_error(sglang051: Path, standin_kernel: Callable[..., Pa
     assert result.stderr.count("sgl_kernel.fused_marlin_moe is not available") == 1  # logs once
 
 
+MANY_CALLS = """
+    import json, threading, sglang_shims
+    from sgl_kernel import fused_marlin_moe
+
+    messages = []
+    def call(times):
+        for _ in range(times):
+            try:
+                fused_marlin_moe(None, None)
+            except Exception as exc:
+                messages.append(str(exc))
+    threads = [threading.Thread(target=call, args=(10,)) for _ in range(4)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    proxy = sglang_shims.status()["sgl-kernel-fused-marlin-moe"]["proxies"]
+    print(json.dumps({"messages": len(messages), "distinct": len(set(messages)),
+                      "failed_calls": proxy["sgl_kernel.fused_marlin_moe"]["failed_calls"]}))
+"""
+
+
+def test_many_failed_calls_log_once(sglang051: Path, standin_kernel: Callable[..., Path]) -> None:
+    """40 calls from 4 threads: each raises the full message, stderr has it once, all counted."""
+    result = run((sglang051, standin_kernel("0.3.18")), MANY_CALLS)
+    assert result.returncode == 0, result.stderr
+    assert result.json() == {"messages": 40, "distinct": 1, "failed_calls": 40}
+    assert result.stderr.count("sgl_kernel.fused_marlin_moe is not available") == 1, result.stderr
+
+
 @pytest.mark.parametrize("env", [
     {"SGLANG_SHIMS": "0"},
     {"SGLANG_SHIMS_DISABLE": "sgl-kernel-fused-marlin-moe"},
