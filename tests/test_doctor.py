@@ -20,6 +20,13 @@ from typing import Any
 
 import pytest
 
+import sglang_shims.cli.doctor.abi  # the check modules, reached as doctor.<name>
+import sglang_shims.cli.doctor.arch
+import sglang_shims.cli.doctor.checks
+import sglang_shims.cli.doctor.hook
+import sglang_shims.cli.doctor.libs
+import sglang_shims.cli.doctor.probe
+import sglang_shims.cli.doctor.rules  # noqa: F401
 from sglang_shims.cli import doctor
 from sglang_shims.cli.doctor import Facts, Finding, diagnose
 from sglang_shims.cli.doctor.pins import sglang_pins
@@ -176,6 +183,61 @@ def test_gpu_override_is_respected(monkeypatch: pytest.MonkeyPatch) -> None:
     doctor.facts._gather_gpus(Facts(env=env), use_torch=False)
     assert env.capabilities == [(12, 0), (9, 0)]
     assert env.gpu_source == "SGLANG_SHIMS_GPU_CAPABILITY"
+
+
+def test_bad_gpu_override_names_the_allowed_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SGLANG_SHIMS_GPU_CAPABILITY=abc: one clear failing finding, detection goes on."""
+    monkeypatch.setenv("SGLANG_SHIMS_GPU_CAPABILITY", "abc")
+    f = Facts(env=Environment())
+    doctor.facts._gather_gpus(f, use_torch=False)
+    assert f.env.capabilities is not None  # detected without the override
+    bad, *rest = doctor.checks.check_gpus(f)
+    assert bad.level == "fail" and "SGLANG_SHIMS_GPU_CAPABILITY='abc'" in bad.detail
+    assert "MAJOR.MINOR" in bad.detail and "9.0,12.0" in bad.detail
+    assert "unset it" in bad.remedy
+    assert rest and all("invalid literal" not in x.detail for x in rest)
+
+
+def test_no_gpu_row_says_where_it_looked() -> None:
+    f = facts()
+    f.env.gpu_source = "torch sees none; no nvidia-smi on PATH"
+    [gpu] = doctor.checks.check_gpus(f)
+    assert gpu.detail == "no GPU found (torch sees none; no nvidia-smi on PATH)"
+    gather_hermetic = doctor.facts.gather(hermetic())
+    [gpu] = doctor.checks.check_gpus(gather_hermetic)
+    assert "none found" not in gpu.detail and gpu.detail.count("(") == 1
+
+
+# ---------------------------------------------------------------- hook activation
+
+
+@pytest.mark.parametrize(("origin", "environ", "no_site", "pth", "level", "words"), [
+    ("pth", {}, False, True, "ok", "installed by the .pth hook"),
+    ("launch-site", {}, False, False, "ok", "the launcher's sitecustomize"),
+    (None, {"SGLANG_SHIMS": " Off "}, False, True, "warn", "SGLANG_SHIMS=Off turns"),
+    (None, {}, True, True, "warn", "python -S"),
+    (None, {}, False, True, "fail", "did not install the import hook"),
+    (None, {}, False, False, "fail", "no site-packages folder"),
+])
+def test_hook_state_is_told_apart(origin: str | None, environ: dict[str, str], no_site: bool,
+                                  pth: bool, level: str, words: str) -> None:
+    hook = doctor.hook
+    state = hook.HookState(origin is not None, origin, no_site)
+    dirs = [Path("/site")] if pth else []
+    got_level, detail, remedy = hook.describe("this interpreter", state, environ, dirs)
+    assert (got_level, words in detail) == (level, True), detail
+    assert bool(remedy) == (level != "ok")
+    if level == "fail" and not pth:
+        assert "sglang-shims launch" in remedy
+
+
+def test_hook_is_checked_here_and_in_a_child() -> None:
+    findings = diagnose(probe_import=False)
+    [here] = by_check(findings, "hook")
+    [child] = by_check(findings, "hook-child")
+    assert here.level in LEVELS and child.level in LEVELS
+    # the test process runs with the .pth processed or not; the child is a fresh python
+    assert "interpreter" in here.detail and "process" in child.detail
 
 
 # --------------------------------------------------------------------- fatbin
@@ -624,7 +686,8 @@ def test_rule_table_is_well_formed() -> None:
     ids = [r.id for r in doctor.rules.RULES]
     assert len(ids) == len(set(ids))
     for r in doctor.rules.RULES:
-        assert r.url.startswith("https://github.com/") and r.trigger
+        assert r.url.startswith("https://github.com/") and r.describe()
+        assert bool(r.wider) == (r.when is not None and r.patch is not None), r.id
         assert r.evaluate(facts()) is None, r.id  # nothing installed: nothing fires
 
 
@@ -720,11 +783,16 @@ def test_torch_triton_pair() -> None:
 
 def test_triton_cache_symbols() -> None:
     found = verdict("triton-cache-symbols-removed", facts({"sglang": "0.4.9", "triton": "3.4.0"}))
-    assert found is not None and found.level == "fail" and "pull/7832" in found.detail
-    assert verdict("triton-cache-symbols-removed",
-                   facts({"sglang": "0.4.9.post1", "triton": "3.4.0"})) is None
-    assert verdict("triton-cache-symbols-removed",
-                   facts({"sglang": "0.4.9", "triton": "3.3.1"})) is None
+    assert found is not None and found.level == "warn" and "pull/7832" in found.detail
+    off = facts({"sglang": "0.4.9", "triton": "3.4.0"},
+                environ={"SGLANG_SHIMS_DISABLE": "triton-cache-helpers-removed"})
+    assert verdict("triton-cache-symbols-removed", off).level == "fail"  # type: ignore[union-attr]
+    rocm = verdict("triton-cache-symbols-removed",
+                   facts({"sglang": "0.4.6", "pytorch-triton-rocm": "3.4.0"}))
+    assert rocm is not None and "pip install 'pytorch-triton-rocm<3.4'" in rocm.remedy
+    for sglang, triton in (("0.4.9.post1", "3.4.0"), ("0.4.9", "3.3.1"), ("0.1.24", "3.4.0")):
+        assert verdict("triton-cache-symbols-removed",
+                       facts({"sglang": sglang, "triton": triton})) is None
 
 
 @pytest.mark.parametrize(("cap", "triton", "env", "level"), [
@@ -756,15 +824,15 @@ def test_torch_lacks_arch() -> None:
 
 
 def test_config_register_collision() -> None:
-    found = verdict("tf-config-register-collision",
+    found = verdict("tf-qwen2-5-vl-config-register",
                     facts({"sglang": "0.4.4", "transformers": "4.49.0"}))
     assert found is not None and "Qwen2_5_VLConfig" in found.detail
     found = verdict("tf-config-register-collision",
                     facts({"sglang": "0.5.19", "transformers": "5.13.0"}))
-    assert found is not None and "qwen3_asr" in found.detail
-    for sglang, tf in (("0.4.4.post2", "4.50.0"), ("0.5.20", "5.13.0"), ("0.5.19", "5.12.1")):
-        assert verdict("tf-config-register-collision",
-                       facts({"sglang": sglang, "transformers": tf})) is None
+    assert found is not None and "qwen3_asr" in found.detail and found.level == "warn"
+    for rule_id in ("tf-qwen2-5-vl-config-register", "tf-config-register-collision"):
+        for sglang, tf in (("0.4.4.post2", "4.50.0"), ("0.5.20", "5.13.0"), ("0.5.19", "5.12.1")):
+            assert verdict(rule_id, facts({"sglang": sglang, "transformers": tf})) is None
 
 
 def test_rope_theta_silent_wrong_output() -> None:
@@ -785,7 +853,11 @@ def test_kernels_hub_revision() -> None:
     found = verdict("tf-kernels-hub-revision", facts({"kernels": "0.15.1",
                                                       "transformers": "5.8.1"}))
     assert found is not None and found.remedy.startswith("pip install 'kernels<0.15'")
-    for kernels, tf in (("0.14.1", "5.8.1"), ("0.15.2", "5.9.0"), ("0.15.2", "5.5.4")):
+    # The break needs no sglang (the rule is wider than its patch); transformers 5.9-5.12.1
+    # still build the entries (read from the wheels, see the patch's range).
+    assert verdict("tf-kernels-hub-revision", facts({"kernels": "0.15.2",
+                                                     "transformers": "5.12.1"})) is not None
+    for kernels, tf in (("0.14.1", "5.8.1"), ("0.15.2", "5.13.0")):
         assert verdict("tf-kernels-hub-revision",
                        facts({"kernels": kernels, "transformers": tf})) is None
 
@@ -872,7 +944,7 @@ def test_a_failing_check_becomes_a_warning(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(doctor.checks, "check_gpus", broken)
     fake = doctor.rules.Rule("x", 1, "https://github.com/x", "t", broken)  # type: ignore[arg-type]
-    monkeypatch.setattr(doctor.rules, "RULES", (fake,))  # type: ignore[arg-type]
+    monkeypatch.setattr(doctor.rules, "RULES", (fake,))
     findings = diagnose(hermetic({"sglang": "0.5.1"}))
     [gpu] = by_check(findings, "gpu")
     assert gpu.level == "warn" and "this check itself failed (RuntimeError: boom)" in gpu.detail
@@ -902,3 +974,70 @@ def test_torch_version_file_is_read_without_import() -> None:
     """)
     assert doctor.facts._assigned(source, "cuda") == "12.8"
     assert doctor.facts._assigned(source, "hip") is None
+
+
+# ------------------------------------------------------------ rules vs their patches
+
+
+def _around(spec: str) -> list[str | None]:
+    """Versions at, just below and just above every bound in ``spec``; None: not installed."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    out: list[str | None] = [None, "0.0.1", "99.0"]
+    for clause in SpecifierSet(spec):
+        v = Version(clause.version)
+        a, b, c = (*v.release, 0, 0)[:3]
+        out += [str(v), f"{a}.{b}.{max(c - 1, 0)}", f"{a}.{b}.{c + 1}", f"{a}.{b + 1}.0"]
+        if v.post is not None:
+            out += [f"{a}.{b}.{c}.post{v.post + 1}", f"{a}.{b}.{c}.post{max(v.post - 1, 0)}"]
+        if v.pre is None and v.post is None:
+            out += [f"{v}rc0", f"{v}.post1", f"{v}.dev0"]
+    return list(dict.fromkeys(out))
+
+
+def _patch_rules() -> list[Any]:
+    return [r for r in doctor.rules.RULES if r.patch is not None]
+
+
+@pytest.mark.parametrize("rule_id", [r.id for r in _patch_rules()])
+def test_rule_range_is_its_patchs_range(rule_id: str) -> None:
+    """A rule tied to a patch fires exactly where the patch's manifest gates pass -- or,
+    where the rule says its break is wider, everywhere they pass and somewhere else too.
+    The gates come from the manifest on disk, read here with the catalog's own parser."""
+    import itertools
+
+    from sglang_shims.catalog.load import load
+    from sglang_shims.engine.gates import check_gate
+
+    rule = next(r for r in doctor.rules.RULES if r.id == rule_id)
+    assert rule.patch is not None
+    patch_gates = load().by_id()[rule.patch].requires
+    gates = {g.dists[0]: g for g in (*patch_gates, *rule.gates())}
+    grid = [_around(g.spec) for g in gates.values()]
+    wider_somewhere = False
+    for combo in itertools.product(*grid):
+        f = facts(dict(zip(gates, combo, strict=True)))
+        patch_acts = all(check_gate(g, f.env)[0] for g in patch_gates)
+        fires = rule.evaluate(f) is not None
+        if rule.when is None:
+            assert fires == patch_acts, (combo, patch_acts)
+        else:
+            assert fires or not patch_acts, combo  # wider: never narrower than the patch
+            wider_somewhere |= fires and not patch_acts
+    assert rule.when is None or wider_somewhere, f"{rule_id}: `when` is not wider; drop it"
+
+
+def test_serving_tier_remedy_without_sglang_is_install_sglang() -> None:
+    """No sglang: the fallback does not apply because sglang is missing, and the remedy
+    says so -- not "install a kernel built for this torch and GPU"."""
+    from sglang_shims.catalog.load import load
+    from sglang_shims.cli.doctor.report import _not_applicable_remedy
+
+    gates = load().by_id()["sgl-kernel-triton-fallback"].requires
+    assert _not_applicable_remedy(hermetic({"torch": "2.9.1"}), gates).startswith(
+        "install sglang itself")
+    assert _not_applicable_remedy(hermetic({"sglang": "0.5.5"}), gates).startswith(
+        "install torch")
+    assert "kernel built for this torch" in _not_applicable_remedy(
+        hermetic({"sglang": "0.5.20", "torch": "2.9.1"}), gates)

@@ -98,18 +98,26 @@ def check_gpus(facts: Facts) -> list[Finding]:
         cuda = (f", CUDA {facts.driver_cuda // 1000}.{facts.driver_cuda % 1000 // 10}"
                 if facts.driver_cuda else "")
         driver = f"; driver {facts.driver_version or '?'}{cuda}"
+    out = []
+    if facts.gpu_override_problem:
+        out.append(Finding(
+            "gpu", "fail", f"{facts.gpu_override_problem}. sglang-shims' GPU gates cannot be "
+            "judged while it is set; the GPUs below were detected without it",
+            "export SGLANG_SHIMS_GPU_CAPABILITY=12.0 (your GPU's capability, as nvidia-smi "
+            "--query-gpu=compute_cap prints it), or unset it"))
     if not caps:
-        return [Finding("gpu", "info", f"no GPU found ({facts.env.gpu_source or 'none'}){driver}")]
+        source = f" ({facts.env.gpu_source})" if facts.env.gpu_source else ""
+        return [*out, Finding("gpu", "info", f"no GPU found{source}{driver}")]
     names = facts.gpu_names if len(facts.gpu_names) == len(caps) else [""] * len(caps)
     shown = ", ".join(f"GPU{i} {(n + ' ') if n else ''}{sm_name(c)} (cc {c[0]}.{c[1]})"
                       for i, (n, c) in enumerate(zip(names, caps, strict=True)))
     detail = f"{shown} [{facts.env.gpu_source}]{driver}"
     if len(set(caps)) > 1:
-        return [Finding(
+        return [*out, Finding(
             "gpu", "warn",
             f"{detail}: mixed architectures. sgl_kernel picks its library and FlashInfer its "
             "JIT targets once per process, so one server spanning these GPUs can meet "
             "'no kernel image' on some of them (breakage #12 flashinfer-arch-list-env)",
             "run one server per architecture (CUDA_VISIBLE_DEVICES=<GPUs of one kind>), and "
             "set FLASHINFER_CUDA_ARCH_LIST to every architecture in use")]
-    return [Finding("gpu", "ok", detail)]
+    return [*out, Finding("gpu", "ok", detail)]

@@ -72,6 +72,8 @@ class Facts:
     """Directories the dynamic loader searches (LD_LIBRARY_PATH, the defaults)."""
     pip_lib_dirs: list[Path] = field(default_factory=list)
     """``site-packages/nvidia/*/lib``: pip's CUDA libraries, not on the loader's path."""
+    gpu_override_problem: str = ""
+    """Why ``SGLANG_SHIMS_GPU_CAPABILITY`` could not be read; empty when it could."""
     problems: list[tuple[str, str]] = field(default_factory=list)
     """(what, why) for each fact that could not be gathered."""
 
@@ -153,7 +155,7 @@ def gather(env: Environment | None = None, *, use_torch: bool = True) -> Facts:
     facts = Facts(env=env)
     if env.hermetic:
         if env.capabilities is None:
-            env.capabilities, env.gpu_source = [], "not given (hermetic environment)"
+            env.capabilities, env.gpu_source = [], "none given to a hermetic environment"
         facts.torch_cuda = cuda_from_label(local_label(env.version("torch")))
         facts.torch_build = "cuda" if facts.torch_cuda else ""
         return facts
@@ -230,9 +232,14 @@ def _gather_gpus(facts: Facts, use_torch: bool) -> None:
             facts.driver_version = rows[0][2]
     if env.capabilities is not None:
         return
-    if os.environ.get("SGLANG_SHIMS_GPU_CAPABILITY", "").strip():
-        env.capabilities, env.gpu_source = detect_gpus()
-        return
+    override = os.environ.get("SGLANG_SHIMS_GPU_CAPABILITY", "").strip()
+    if override:
+        try:
+            env.capabilities = capability_override(override)
+            env.gpu_source = "SGLANG_SHIMS_GPU_CAPABILITY"
+            return
+        except ValueError as exc:  # said by check_gpus; detect the real GPUs meanwhile
+            facts.gpu_override_problem = str(exc)
     torch_here = "torch" in sys.modules or (use_torch and facts.torch_dir is not None)
     if torch_here and facts.torch_build != "cpu":
         try:
@@ -247,9 +254,31 @@ def _gather_gpus(facts: Facts, use_torch: bool) -> None:
             caps.append((int(major), int(minor)))
             facts.gpu_names.append(name)
     if caps or smi:
-        env.capabilities, env.gpu_source = caps, "nvidia-smi" if caps else "none (nvidia-smi)"
+        env.capabilities, env.gpu_source = caps, "nvidia-smi" if caps else "nvidia-smi lists none"
+        return
+    looked = "; ".join([*(["torch sees none"] if facts.torch_sees_gpu is False else []),
+                        "no nvidia-smi on PATH"])
+    if facts.gpu_override_problem:
+        env.capabilities, env.gpu_source = [], looked
         return
     env.capabilities, env.gpu_source = detect_gpus()
+    if not env.capabilities and env.gpu_source == "none found":
+        env.gpu_source = looked
+
+
+CAPABILITY_FORM = "MAJOR.MINOR compute capabilities, comma-separated: 12.0 or 9.0,12.0"
+
+
+def capability_override(text: str) -> list[tuple[int, int]]:
+    """``SGLANG_SHIMS_GPU_CAPABILITY`` read strictly: a bad entry names the allowed form."""
+    caps = []
+    for part in text.replace(",", " ").split():
+        match = re.fullmatch(r"(\d+)(?:\.(\d+))?", part)
+        if match is None:
+            raise ValueError(f"SGLANG_SHIMS_GPU_CAPABILITY={text!r}: {part!r} is not a compute "
+                             f"capability; the allowed form is {CAPABILITY_FORM}")
+        caps.append((int(match.group(1)), int(match.group(2) or 0)))
+    return caps
 
 
 def _gpus_from_torch(facts: Facts) -> bool:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,10 +123,17 @@ def probe_import(where: Path | None = None, *, timeout: float = PROBE_TIMEOUT,
     return proc.returncode == 0, (proc.stderr or "") + (proc.stdout or "")
 
 
-def check_import(facts: Facts, enabled: bool) -> list[Finding]:
-    """Check 3b: does ``import sgl_kernel`` work, and if not, why?"""
+def check_import(facts: Facts, enabled: bool,
+                 announce: Callable[[str], None] | None = None) -> list[Finding]:
+    """Check 3b: does ``import sgl_kernel`` work, and if not, why?
+
+    ``announce`` is told before the child starts: it can take up to a minute.
+    """
     if not enabled or facts.kernel_dir is None:
         return []
+    if announce is not None:
+        announce(f"checking: importing sgl_kernel in a child process (up to "
+                 f"{PROBE_TIMEOUT:.0f} s; --no-probe skips)")
     start = time.monotonic()
     ok, output = probe_import(facts.kernel_dir.parent)
     took = time.monotonic() - start

@@ -7,8 +7,10 @@ environment sound, and what will sglang-shims change in it?".
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from ...catalog.manifest import Gate
 from ...engine.gates import Environment
 from ..survey import survey
 from . import Finding, diagnose
@@ -32,16 +34,29 @@ def serving_tier(findings: list[Finding], env: Environment, result: Any) -> Find
     if fallback.judged.state == "not-applicable":
         return Finding("serving tier", "warn", f"sgl_kernel cannot serve ({why}) and the"
                        f" fallback does not apply here: {fallback.judged.reason}",
-                       "install a kernel built for this torch and GPU")
+                       _not_applicable_remedy(env, fallback.manifest.requires))
     tier = "Triton (JIT, compiled for this GPU)" if env.version("triton") else \
         "eager PyTorch (triton is not installed)"
     return Finding("serving tier", "info", f"sglang-shims' fallback kernels would serve"
                    f" sgl_kernel: {tier}; because {why}")
 
 
-def doctor(probe_import: bool = True) -> tuple[list[Finding], dict[str, Any]]:
+def _not_applicable_remedy(env: Environment, gates: tuple[Gate, ...]) -> str:
+    """What to install when the fallback's gates fail: the first missing piece, else a kernel."""
+    for gate in gates:
+        if env.first_installed(gate.dists)[1] is None:
+            what = ("sglang itself (there is nothing to serve without it)"
+                    if gate.dists[0] == "sglang" else gate.dists[0])
+            return f"install {what}: pip install '{gate.dists[0]}{gate.spec}'"
+    return "install a kernel built for this torch and GPU (the version your sglang pins)"
+
+
+def doctor(probe_import: bool = True, announce: Callable[[str], None] | None = None
+           ) -> tuple[list[Finding], dict[str, Any]]:
+    """The environment's findings, one per acting patch, and the serving tier; never raises
+    for a failing check (see :func:`~sglang_shims.cli.doctor.diagnose`)."""
     env = Environment()
-    findings = diagnose(env, probe_import=probe_import)
+    findings = diagnose(env, probe_import=probe_import, announce=announce)
     result = survey(env)
     for view in result.views:
         state = view.judged.state

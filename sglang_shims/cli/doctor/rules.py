@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...engine.gates import canonical, satisfies
+from ...catalog.manifest import Gate, Manifest, parse_gates
+from ...engine.gates import canonical, check_gate, satisfies
 from ...patching.elf import (
     FATBIN_KIND_ELF,
     FATBIN_KIND_PTX,
@@ -25,12 +27,26 @@ Verdict = tuple[str, str, str]
 """(level, detail, remedy) from a rule that fired."""
 
 
+@functools.cache
+def _manifests() -> dict[str, Manifest]:
+    from ...catalog.load import load
+
+    return load().by_id()
+
+
 @dataclass(frozen=True)
 class Rule:
     """A known-bad combination from ``shared/research/breakages.md``.
 
     ``judge`` is a pure function of :class:`Facts`: None when the combination is
     absent, otherwise the verdict; the rule adds the citation.
+
+    A rule for a break that a patch fixes names the ``patch``; its version range is
+    then the patch's ``[requires]``, read from the manifest (one truth: the doctor
+    and the patch cannot disagree about where the break is), checked before ``judge``
+    runs, and ``trigger`` is derived from it.  Where the break exists in a wider range
+    than the patch acts, ``when`` holds the rule's own gates and ``wider`` says why;
+    a test holds the two ranges to that relation.
     """
 
     id: str
@@ -38,8 +54,27 @@ class Rule:
     url: str
     trigger: str
     judge: Callable[[Facts], Verdict | None]
+    patch: str | None = None
+    when: tuple[tuple[str, str], ...] | None = None
+    """(distribution key as in a manifest, specifier), for a range wider than the patch's."""
+    wider: str = ""
+
+    def gates(self) -> tuple[Gate, ...]:
+        """The version gates the rule needs, before its judge looks any further."""
+        if self.when is not None:
+            return parse_gates(dict(self.when), f"doctor rule {self.id}")
+        if self.patch is not None:
+            return _manifests()[self.patch].requires
+        return ()
+
+    def describe(self) -> str:
+        """When the rule fires, in words: derived from the gates where it has them."""
+        gates = " with ".join(f"{g.label} {g.spec or 'installed'}" for g in self.gates())
+        return "; ".join(part for part in (gates, self.trigger) if part)
 
     def evaluate(self, facts: Facts) -> Finding | None:
+        if not all(check_gate(gate, facts.env)[0] for gate in self.gates()):
+            return None
         verdict = self.judge(facts)
         if verdict is None:
             return None
@@ -50,17 +85,15 @@ class Rule:
 
 def _patch_on(facts: Facts, patch_id: str) -> tuple[bool, str]:
     """Would sglang-shims apply this built-in patch, per the toggles in the environment?"""
-    from ..._bootstrap import PATCHES
+    from ..._bootstrap import OFF_BY_DEFAULT
     from ..._toggles import Toggles
 
-    default = PATCHES.get(patch_id, ("", True, False))[1]
-    return Toggles(dict(facts.environ)).decide(patch_id, default)
+    return Toggles(dict(facts.environ)).decide(patch_id, patch_id not in OFF_BY_DEFAULT)
 
 
 def _fused_marlin_moe(facts: Facts) -> Verdict | None:
     sglang, kernel = facts.version("sglang"), facts.kernel()
-    if not (kernel and version_in(sglang, ">=0.4.9.post3,<0.5.6")
-            and version_in(kernel[1], ">=0.3.18")):
+    if kernel is None:
         return None
     detail = (f"sglang {sglang} imports fused_marlin_moe from sgl_kernel at module level (awq.py, "
               f"gptq.py); {kernel[0]} {kernel[1]} no longer exports it (removed in 0.3.18), so "
@@ -78,8 +111,7 @@ def _fused_marlin_moe(facts: Facts) -> Verdict | None:
 
 def _dist_renamed(facts: Facts) -> Verdict | None:
     sglang = facts.version("sglang")
-    if not (version_in(sglang, ">=0.4.6.post1,<0.5.10") and facts.version("sglang-kernel")
-            and not facts.version("sgl-kernel")):
+    if facts.version("sgl-kernel"):  # the patch's retire rule: the old name is installed
         return None
     detail = (f"sglang {sglang} checks the kernel under its old distribution name sgl-kernel at "
               "start-up; with only sglang-kernel installed it refuses to start ('sgl-kernel with "
@@ -190,14 +222,17 @@ def _torch_triton(facts: Facts) -> Verdict | None:
 
 
 def _triton_cache_symbols(facts: Facts) -> Verdict | None:
-    sglang, triton = facts.version("sglang"), facts.version("triton")
-    if not (version_in(sglang, "<0.4.9.post1") and version_in(triton, ">=3.4")):
-        return None
-    return ("fail", f"sglang {sglang} imports default_cache_dir, default_dump_dir and "
+    sglang = facts.version("sglang")
+    dist, triton = facts.env.first_installed(("triton", "pytorch-triton-rocm", "pytorch-triton"))
+    on, why = _patch_on(facts, "triton-cache-helpers-removed")
+    state = (f"sglang-shims' patch triton-cache-helpers-removed (on: {why}) puts them back"
+             if on else f"the patch triton-cache-helpers-removed is off ({why})")
+    return ("warn" if on else "fail",
+            f"sglang {sglang} imports default_cache_dir, default_dump_dir and "
             "default_override_dir from triton.runtime.cache at module level (sglang/srt/utils.py,"
-            f" read in the 0.4.6-0.4.9 wheels); triton 3.4 removed them, and {triton} is "
-            "installed: importing sglang.srt fails with ImportError",
-            "pip install 'triton<3.4' with the torch it pairs with (torch <= 2.7), or upgrade "
+            f" 0.1.25-0.4.9); triton 3.4 removed them, and {dist} {triton} is installed: "
+            f"importing sglang.srt fails with ImportError; {state}",
+            f"pip install '{dist}<3.4' with the torch it pairs with (torch <= 2.7), or upgrade "
             "sglang to >= 0.4.9.post1")
 
 
@@ -271,20 +306,26 @@ def _config_register(facts: Facts) -> Verdict | None:
                 "Transformers model\"",
                 "pip install 'transformers==4.48.3' (what this sglang pins), or upgrade sglang "
                 "to >= 0.4.4.post2")
-    if version_in(sglang, ">=0.5.11,<0.5.20") and version_in(tf, ">=5.13"):
-        return ("fail", f"sglang {sglang} registers 'qwen3_asr' with AutoConfig without "
-                f"exist_ok; transformers {tf} ships that model type (from 5.13.0), so import "
-                "fails with \"ValueError: 'qwen3_asr' is already used by a Transformers config\" "
-                "(read in the wheels: sglang 0.5.11-0.5.19 register it, 0.5.20 passes exist_ok)",
-                "pip install 'transformers<5.13' (this sglang pins 5.12.1 or older), or upgrade "
-                "sglang to >= 0.5.20")
     return None
+
+
+def _qwen3_asr_register(facts: Facts) -> Verdict | None:
+    sglang, tf = facts.version("sglang"), facts.version("transformers")
+    on, why = _patch_on(facts, "tf-config-register-collision")
+    state = (f"sglang-shims' patch tf-config-register-collision (on: {why}) registers it with "
+             "exist_ok" if on else f"the patch tf-config-register-collision is off ({why})")
+    return ("warn" if on else "fail",
+            f"sglang {sglang} registers 'qwen3_asr' with AutoConfig without "
+            f"exist_ok; transformers {tf} ships that model type (from 5.13.0), so import "
+            "fails with \"ValueError: 'qwen3_asr' is already used by a Transformers config\" "
+            f"(read in the wheels: sglang 0.5.11-0.5.19 register it, 0.5.20 passes exist_ok); "
+            f"{state}",
+            "pip install 'transformers<5.13' (this sglang pins 5.12.1 or older), or upgrade "
+            "sglang to >= 0.5.20")
 
 
 def _rope_theta(facts: Facts) -> Verdict | None:
     sglang, tf = facts.version("sglang"), facts.version("transformers")
-    if not (version_in(sglang, "<0.5.10rc0") and version_in(tf, ">=5.0.0rc0")):
-        return None
     pinned = next((p.spec for p in sglang_pins(facts.requires.get("sglang", []),
                                                 ("transformers",)) if p.default), "")
     target = pinned if pinned and not version_in(pinned.lstrip("="), ">=5.0.0rc0") else "==4.57.1"
@@ -300,8 +341,6 @@ def _rope_theta(facts: Facts) -> Verdict | None:
 
 def _kernels_hub(facts: Facts) -> Verdict | None:
     kernels, tf = facts.version("kernels"), facts.version("transformers")
-    if not (version_in(kernels, ">=0.15") and version_in(tf, ">=5.6,<5.9")):
-        return None
     return ("fail", f"kernels {kernels} with transformers {tf}: importing "
             "transformers.models.llama.modeling_llama raises \"ValueError: Either a revision or a "
             "version must be specified.\" (transformers/integrations/hub_kernels.py), and sglang "
@@ -387,9 +426,9 @@ def _flashinfer_nvcc(facts: Facts) -> Verdict | None:
 RULES: tuple[Rule, ...] = (
     Rule("sgl-kernel-missing-fused-marlin-moe", 1,
          "https://github.com/sgl-project/sglang/issues/8654",
-         "sglang >=0.4.9.post3,<0.5.6 with sgl-kernel/sglang-kernel >=0.3.18", _fused_marlin_moe),
+         "", _fused_marlin_moe, patch="sgl-kernel-fused-marlin-moe"),
     Rule("sgl-kernel-dist-renamed", None, "https://github.com/sgl-project/sglang/pull/20440",
-         "sglang >=0.4.6.post1,<0.5.10 with only sglang-kernel installed", _dist_renamed),
+         "sgl-kernel not installed", _dist_renamed, patch="sgl-kernel-dist-renamed"),
     Rule("sgl-kernel-not-installed", 8, "https://github.com/sgl-project/sglang/issues/3687",
          "sglang >=0.4.3 with neither kernel distribution", _kernel_not_installed),
     Rule("sgl-kernel-cuda-major-variant", 6, "https://github.com/sgl-project/sglang/issues/29646",
@@ -404,19 +443,25 @@ RULES: tuple[Rule, ...] = (
     Rule("torch-triton-pair-mismatch", 21, "https://github.com/triton-lang/triton/issues/7594",
          "installed triton outside torch's Requires-Dist triton pin", _torch_triton),
     Rule("triton-cache-symbols-removed", 19, "https://github.com/sgl-project/sglang/pull/7832",
-         "sglang <0.4.9.post1 with triton >=3.4", _triton_cache_symbols),
+         "", _triton_cache_symbols, patch="triton-cache-helpers-removed"),
     Rule("triton-ptxas-too-old-blackwell", 17, "https://github.com/triton-lang/triton/issues/8539",
          "GPU 10.3/12.1 with triton <3.6, 11.0 with triton <3.7, 10.x/12.x with triton <3.3; "
          "TRITON_PTXAS_PATH unset", _ptxas_blackwell),
     Rule("torch-wheel-lacks-sm120", 18, "https://github.com/pytorch/pytorch/issues/167244",
          "GPU not in torch's arch list, or cc >= 10 with a torch CUDA < 12.8", _torch_lacks_arch),
-    Rule("tf-config-register-collision", 22, "https://github.com/sgl-project/sglang/issues/4629",
-         "sglang >=0.4.3.post1,<0.4.4.post2 with transformers >=4.49; sglang >=0.5.11,<0.5.20 "
-         "with transformers >=5.13", _config_register),
+    Rule("tf-qwen2-5-vl-config-register", 22, "https://github.com/sgl-project/sglang/issues/4629",
+         "sglang >=0.4.3.post1,<0.4.4.post2 with transformers >=4.49", _config_register),
+    Rule("tf-config-register-collision", None,
+         "https://github.com/sgl-project/sglang/issues/38183", "", _qwen3_asr_register,
+         patch="tf-config-register-collision"),
     Rule("tf5-rope-theta-moved", 24, "https://github.com/sgl-project/sglang/pull/14745",
-         "sglang <0.5.10rc0 with transformers >=5.0.0rc0", _rope_theta),
+         "", _rope_theta, patch="tf5-rope-theta-moved"),
     Rule("tf-kernels-hub-revision", 27, "https://github.com/sgl-project/sglang/pull/26704",
-         "kernels >=0.15 with transformers >=5.6,<5.9", _kernels_hub),
+         "", _kernels_hub, patch="kernels-revision-required",
+         when=(("kernels", ">=0.15.1"), ("transformers", "<5.13.0")),
+         wider="the break is between kernels and transformers: any program that imports a "
+               "transformers modeling file meets it, with or without sglang; the patch acts "
+               "only where sglang (>= 0.4.0) is installed"),
     Rule("alloc-conf-env-rename", 29, "https://github.com/pytorch/pytorch/issues/183387",
          "PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF differ, or only the new one with "
          "torch <2.10", _alloc_conf),

@@ -1,0 +1,121 @@
+"""Check 0: is sglang-shims active at all, here and in a fresh interpreter of this environment?
+
+"Nothing got patched" has one cause before all others: the ``.pth`` line never ran
+(a ``pip install --target`` folder on ``PYTHONPATH``, a site-packages folder that is
+not a site directory, ``python -S``) or ``SGLANG_SHIMS=0`` turned it off.  Both are
+told apart here, for this interpreter and for a child started as sglang would start
+one (``sys.executable``, this environment), each with the remedy that fits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .facts import Facts
+from .finding import Finding
+
+PTH = "sglang_shims.pth"
+CHILD_TIMEOUT = 30.0
+
+# Run in the child: asks the bootstrap who activated it (importing it activates nothing).
+CHILD_CODE = """\
+import json, sys
+from sglang_shims import _bootstrap
+print(json.dumps({"origin": _bootstrap.active(), "no_site": bool(sys.flags.no_site)}))
+"""
+
+
+@dataclass(frozen=True)
+class HookState:
+    active: bool
+    origin: str | None
+    """``pth``, ``start``, ``launch``, ``launch-site``, ``plugin``, ``install``; None when
+    nothing activated sglang-shims in that process (nor will the ``.pth``)."""
+    no_site: bool = False
+
+
+def this_interpreter() -> HookState:
+    """The hook's state in the running process (the CLI is a process like any other)."""
+    from ... import _bootstrap
+
+    origin = _bootstrap.active()
+    return HookState(origin is not None, origin, bool(sys.flags.no_site))
+
+
+def child_interpreter(environ: Mapping[str, str]) -> HookState | str:
+    """The hook's state in ``sys.executable -c ...``; a string says why it could not be told."""
+    try:
+        proc = subprocess.run([sys.executable, "-c", CHILD_CODE], capture_output=True,
+                              text=True, timeout=CHILD_TIMEOUT, env=dict(environ), check=False)
+        data: dict[str, Any] = json.loads((proc.stdout.strip().splitlines() or ["{}"])[-1])
+    except subprocess.TimeoutExpired:
+        return f"no answer within {CHILD_TIMEOUT:.0f} s"
+    except (OSError, ValueError, IndexError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if proc.returncode != 0:
+        return (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+    origin = data.get("origin") or None
+    return HookState(origin is not None, origin, bool(data.get("no_site")))
+
+
+def site_dirs() -> list[Path]:
+    import site
+
+    dirs = [*site.getsitepackages()]
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    return [Path(d) for d in dict.fromkeys(dirs)]
+
+
+def describe(where: str, state: HookState, environ: Mapping[str, str],
+             pth_dirs: Iterable[Path]) -> tuple[str, str, str]:
+    """(level, detail, remedy) for one interpreter's hook state.
+
+    ``pth_dirs`` are the site directories that hold ``sglang_shims.pth``.
+    """
+    if state.active:
+        how = {"pth": "the .pth hook", "start": "the PEP 829 .start entry",
+               "launch": "sglang-shims launch", "launch-site": "the launcher's sitecustomize",
+               }.get(state.origin or "", state.origin or "an explicit install()")
+        return "ok", f"active in {where} (installed by {how})", ""
+    value = environ.get("SGLANG_SHIMS", "").strip()
+    if value.lower() in ("0", "false", "off", "no"):
+        return ("warn", f"off in {where}: SGLANG_SHIMS={value} turns sglang-shims off, so no "
+                "patch acts", "unset SGLANG_SHIMS (or set it to 1) to turn the patches on")
+    if state.no_site:
+        return ("warn", f"inactive in {where}: it runs with python -S, so no .pth file is "
+                "processed", "run without -S (nothing can activate sglang-shims under -S)")
+    found = [str(d) for d in pth_dirs]
+    if found:
+        return ("fail", f"inactive in {where}: {PTH} is in {', '.join(found)} but did not "
+                "install the import hook", "reinstall: pip install --force-reinstall "
+                "sglang-shims (and check that the folder is a site directory of this Python)")
+    return ("fail", f"inactive in {where}: no site-packages folder of {sys.executable} holds "
+            f"{PTH} (a pip install --target folder on PYTHONPATH, or a checkout on sys.path?)",
+            "pip install sglang-shims into this environment, or start sglang through "
+            "`sglang-shims launch ...`, which activates it in every child")
+
+
+def check_hook(facts: Facts) -> list[Finding]:
+    if facts.env.hermetic:
+        return []
+    environ = facts.environ or dict(os.environ)
+    pth_dirs = [d for d in site_dirs() if (d / PTH).is_file()]
+    level, detail, remedy = describe("this interpreter", this_interpreter(), environ, pth_dirs)
+    out = [Finding("hook", level, detail, remedy)]
+    child = child_interpreter(environ)
+    if isinstance(child, str):
+        out.append(Finding("hook-child", "warn", f"could not start {sys.executable} to check "
+                           f"a child interpreter: {child}", ""))
+        return out
+    level, detail, remedy = describe(f"a new {Path(sys.executable).name} process", child,
+                                     environ, pth_dirs)
+    out.append(Finding("hook-child", level, detail, remedy))
+    return out
