@@ -3,13 +3,14 @@
     python -m sglang_shims.launch [OPTIONS] [--] --model-path X --port 30000   # sglang
     python -m sglang_shims.launch [OPTIONS] [--] script.py ARGS...
     python -m sglang_shims.launch [OPTIONS] [--] -m package.module ARGS...
+    python -m sglang_shims.launch [OPTIONS] [--] -c CODE ARGS...
 
 OPTIONS (only before the target; ``--`` ends them):
   --enable ID[,ID]    turn on patches that are off by default (SGLANG_SHIMS_ENABLE)
   --disable ID[,ID]   turn patches off (SGLANG_SHIMS_DISABLE)
   --strict            a failed, drifted or required-but-disabled patch stops the import
-  --report-dir DIR    where every process writes its report (default: a new folder under
-                      the system temp dir, printed at start)
+  --report-dir DIR    where every process writes its report (default: a new private
+                      folder in <tmp>/sglang-shims-<uid>/, printed at start)
   --log LEVEL         debug | info | warning (SGLANG_SHIMS_LOG)
   -h, --help          this text (`launch -- --help` passes --help to sglang)
 
@@ -40,7 +41,7 @@ class UsageError(Exception):
 @dataclass
 class Plan:
     env: dict[str, str] = field(default_factory=dict)
-    kind: str = "module"  # "module" | "script"
+    kind: str = "module"  # "module" | "script" | "code"
     target: str = SGLANG_ENTRY
     argv: list[str] = field(default_factory=list)
     help: bool = False
@@ -87,6 +88,10 @@ def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> Plan:
         if len(args) < 2:
             raise UsageError("-m needs a module name")
         plan.kind, plan.target, plan.argv = "module", args[1], args[2:]
+    elif args and args[0] == "-c":
+        if len(args) < 2:
+            raise UsageError("-c needs the code to run")
+        plan.kind, plan.target, plan.argv = "code", args[1], args[2:]
     elif args and (args[0].endswith(".py") or Path(args[0]).is_file()):
         plan.kind, plan.target, plan.argv = "script", args[0], args[1:]
     else:
@@ -103,7 +108,7 @@ def carry_into_children(environ: dict[str, str] | os._Environ[str]) -> bool:
     """
     from . import _bootstrap
 
-    if _bootstrap.STATE.get("origin") in ("pth", "start", "launch-site"):
+    if _bootstrap.active() in ("pth", "start", "launch-site"):
         return False
     package_parent = str(Path(__file__).resolve().parent.parent)
     entries = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -138,6 +143,35 @@ def default_report_dir() -> tuple[Path, str | None]:
                          f" read them with `sglang-shims status --report-dir {run_dir}`")
 
 
+def missing_target(plan: Plan) -> str | None:
+    """One line naming what is not there and what to do, or None when the target exists.
+
+    Checked before running it, so that a missing sglang is this line rather than a
+    runpy traceback.  Finding a module imports its parent packages, as runpy itself
+    would; a parent that fails for another reason (a missing dependency of sglang) is
+    left to raise its own error.
+    """
+    if plan.kind == "code":
+        return None
+    if plan.kind == "script":
+        return None if Path(plan.target).is_file() else f"no such script: {plan.target}"
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(plan.target) is not None
+    except ModuleNotFoundError as exc:
+        name = exc.name or ""
+        if not (plan.target == name or plan.target.startswith(name + ".")):
+            return None
+        found = False
+    if found:
+        return None
+    if plan.target == SGLANG_ENTRY:
+        return (f"sglang is not installed for {sys.executable}; install it (pip install "
+                "sglang) or name what to run: a script, -m MODULE or -c CODE")
+    return f"no module named {plan.target} for {sys.executable}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         plan = parse(sys.argv[1:] if argv is None else argv)
@@ -159,9 +193,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from . import engine as _engine
 
     _engine.install("launch")
+    missing = missing_target(plan)
+    if missing:
+        print(f"sglang-shims launch: {missing}", file=sys.stderr)
+        return 1
     import runpy
 
-    if plan.kind == "script":
+    if plan.kind == "code":
+        sys.argv = ["-c", *plan.argv]
+        sys.path.insert(0, "")
+        exec(compile(plan.target, "<string>", "exec"), {"__name__": "__main__"})
+    elif plan.kind == "script":
         sys.argv = [plan.target, *plan.argv]
         sys.path.insert(0, str(Path(plan.target).resolve().parent))
         runpy.run_path(plan.target, run_name="__main__")

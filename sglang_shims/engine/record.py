@@ -7,6 +7,7 @@ as plain dicts; with ``SGLANG_SHIMS_REPORT_DIR`` each process also writes
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import sys
@@ -15,8 +16,27 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-STATES = ("pending", "applied", "not-applicable", "retired", "disabled", "drifted", "failed",
-          "reverted")
+
+class State(str, enum.Enum):
+    """A patch's state in this process.  A ``str``: compares equal to its value, and the
+    report and ``status()`` carry the plain string (``Record.as_dict``)."""
+
+    PENDING = "pending"
+    APPLIED = "applied"
+    NOT_APPLICABLE = "not-applicable"
+    RETIRED = "retired"
+    DISABLED = "disabled"
+    DRIFTED = "drifted"
+    FAILED = "failed"
+    REVERTED = "reverted"
+    STALE = "stale"  # applied, but the target was imported again since: it is stock
+    BYPASSED = "bypassed"  # the target was imported without our loader: the patch did not act
+
+    def __str__(self) -> str:
+        return self.value
+
+
+STATES = tuple(state.value for state in State)
 SCHEMA = 1
 
 
@@ -24,6 +44,7 @@ SCHEMA = 1
 class Record:
     id: str
     state: str
+    """A :class:`State` (assigning a plain string converts it)."""
     reason: str
     summary: str = ""
     target: str = ""
@@ -36,10 +57,17 @@ class Record:
     gates: list[str] = field(default_factory=list)
     proxies: dict[str, dict[str, Any]] = field(default_factory=dict)
     at: float = 0.0
+    judge_ms: float = 0.0
+    """Time spent judging this patch (gates, retire rule, fingerprints), not applying it."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # every assignment of a state, literal or member, ends as a State
+        super().__setattr__(name, State(value) if name == "state" else value)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("id")
+        out["state"] = State(self.state).value
         return out
 
 
@@ -64,8 +92,39 @@ def role() -> str:
     return "main"
 
 
+HELPERS = {
+    "from multiprocessing.resource_tracker import main": "multiprocessing resource tracker",
+    "from multiprocessing.semaphore_tracker import main": "multiprocessing semaphore tracker",
+    "from multiprocessing.forkserver import main": "multiprocessing fork server",
+}
+"""How multiprocessing starts its helper processes (``python -c CODE``) -> what they are."""
+
+FORK: dict[str, int | bool] = {}
+"""In a fork child: ``parent`` (its pid at fork) and ``inherited`` (the report is the
+parent's state as copied at fork, written by the at-fork hook, not by the child since)."""
+
+
+def helper() -> str:
+    """What multiprocessing helper this process is, or "" for a real process.
+
+    The resource tracker and the fork server are interpreters multiprocessing starts with
+    ``-c``; they run no sglang code, so ``sglang-shims status`` lists them apart and does
+    not count them.  A child forked *from* the fork server is a real process.
+    """
+    if FORK:
+        return ""
+    argv = getattr(sys, "orig_argv", [])
+    code = argv[argv.index("-c") + 1] if "-c" in argv[:-1] else ""
+    return next((what for start, what in HELPERS.items() if code.lstrip().startswith(start)),
+                "")
+
+
+def note_fork(parent: int, inherited: bool) -> None:
+    FORK.update(parent=parent, inherited=inherited)
+
+
 def process_info(origin: str) -> dict[str, Any]:
-    return {
+    info: dict[str, Any] = {
         "pid": os.getpid(),
         "ppid": os.getppid(),
         "role": role(),
@@ -75,12 +134,21 @@ def process_info(origin: str) -> dict[str, Any]:
         "executable": sys.executable,
         "time": time.time(),
     }
+    kind = helper()
+    if kind:
+        info["helper"] = kind
+    if FORK:
+        info["forked_from"], info["inherited"] = FORK["parent"], FORK["inherited"]
+    return info
 
 
-def payload(records: dict[str, Record], origin: str, warnings: list[str]) -> dict[str, Any]:
+def payload(records: dict[str, Record], origin: str, warnings: list[str],
+            timing: dict[str, float] | None = None) -> dict[str, Any]:
+    """The report's content; ``timing``: ``wake_ms`` (first watched import to the engine
+    ready, every patch's toggles decided) and ``judge_ms`` (all judgements so far)."""
     return {"schema": SCHEMA, "process": process_info(origin),
             "patches": {k: v.as_dict() for k, v in records.items()},
-            "warnings": list(warnings)}
+            "warnings": list(warnings), "timing": dict(timing or {})}
 
 
 _resolved: dict[str, Path] = {}
@@ -99,7 +167,8 @@ def report_dir() -> Path | None:
     if raw not in _resolved:
         absolute = Path.cwd() / raw
         _resolved[raw] = _resolved[str(absolute)] = absolute
-        os.environ["SGLANG_SHIMS_REPORT_DIR"] = str(absolute)
+        if not Path(raw).is_absolute():
+            os.environ["SGLANG_SHIMS_REPORT_DIR"] = str(absolute)
     return _resolved[raw]
 
 
