@@ -121,31 +121,63 @@ if __name__ == "__main__":
 """
 
 
-def test_nothing_written_outside_report_dir(installed: Venv, tmp_path: Path) -> None:
-    """Install, import, patch, launcher with a spawned child, revert: the venv (site-
-    packages and the sglang install included) is byte-for-byte what it was."""
+def _record_paths(venv: Venv) -> set[str]:
+    """The files pip recorded for every distribution in the venv, relative to the venv."""
+    listed = set()
+    for record in venv.site.glob("*.dist-info/RECORD"):
+        for line in record.read_text(encoding="utf-8").splitlines():
+            rel = line.rsplit(",", 2)[0]
+            if rel:
+                path = (venv.site / rel).resolve()
+                listed.add(str(path.relative_to(venv.root.resolve())))
+    return listed
+
+
+def test_nothing_written_outside_report_dir(wheel: Path, make_venv: Callable[[], Venv],
+                                            standin_kernel: Callable[..., Path],
+                                            tmp_path: Path) -> None:
+    """Install, import, patch, launcher with a spawned child, revert, list, doctor (with its
+    import probe): the install writes only the files its RECORD lists; after it the venv
+    (site-packages and the sglang install included), the user's home and the temp dir are
+    byte-for-byte what they were; the only files written are the reports asked for."""
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    tmp.mkdir()
+    env = {k: v for k, v in clean_env(PYTHONDONTWRITEBYTECODE="1").items()
+           if not k.startswith("XDG_")}  # home-relative defaults for every cache
+    env.update(HOME=str(home), TMPDIR=str(tmp))
+    venv = make_venv()
+    before_install = tree_digest(venv.root)
+    pip_install(venv, wheel, "pip")
+    after_install = tree_digest(venv.root)
+    changed = {p for p, h in after_install.items() if before_install.get(p) != h}
+    assert not set(before_install) - set(after_install)  # nothing removed
+    assert changed <= _record_paths(venv), sorted(changed - _record_paths(venv))[:10]
+
+    add_fake_sglang(venv, standin_kernel("0.3.18"))
+    (venv.site / "sglang" / "launch_server.py").write_text(LAUNCH_SERVER)
     script = tmp_path / "spawner.py"
     script.write_text(SPAWNER)
     reports = tmp_path / "reports"
-    env = clean_env(PYTHONDONTWRITEBYTECODE="1")  # the interpreter's own .pyc are not ours
-    sh(installed.python, "-m", "compileall", "-q", installed.site, env=env)
-    before = tree_digest(installed.root)
+    sh(venv.python, "-m", "compileall", "-q", venv.site, env=env)  # the interpreter's own .pyc
+    before = tree_digest(venv.root)
     runs = [
-        [str(installed.python), str(script)],
-        [str(installed.python), "-m", "sglang_shims.launch", "--report-dir", str(reports),
+        [str(venv.python), str(script)],
+        [str(venv.python), "-m", "sglang_shims.launch", "--report-dir", str(reports),
          str(script)],
-        [str(installed.root / "bin" / "sglang-shims"), "list", "--json"],
-        [str(installed.root / "bin" / "sglang-shims"), "doctor", "--json", "--no-probe"],
+        [str(venv.root / "bin" / "sglang-shims"), "list", "--json"],
+        [str(venv.root / "bin" / "sglang-shims"), "doctor", "--json"],
     ]
     for cmd in runs:
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300,
                              check=False)
         assert out.returncode in (0, 1), (cmd, out.stderr)
-    assert tree_digest(installed.root) == before
+    assert tree_digest(venv.root) == before
+    assert tree_digest(home) == {}, "written into the user's home"
+    assert tree_digest(tmp) == {}, "left in the temp dir"
     written = sorted(p.name for p in reports.iterdir())
     assert len(written) == 2 and all(n.endswith(".json") for n in written)  # parent + child
     assert not [p for p in Path(tmp_path).rglob("*.tmp")]
     data = [json.loads((reports / n).read_text()) for n in written]
     assert {d["patches"]["sgl-kernel-fused-marlin-moe"]["state"] for d in data} <= {
         "applied", "reverted"}
-
