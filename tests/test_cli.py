@@ -60,7 +60,8 @@ def test_list_json_static(env051: tuple[Path, ...]) -> None:
 
 @pytest.mark.wheels
 def test_list_human_and_disabled(env051: tuple[Path, ...]) -> None:
-    result = cli("list", paths=env051, SGLANG_SHIMS_DISABLE="sgl-kernel-fused-marlin-moe,bogus")
+    result = cli("list", paths=env051, SGLANG_SHIMS_DISABLE="sgl-kernel-fused-marlin-moe,bogus",
+                 COLUMNS="250")
     text, meta = outcome(result)
     assert meta["exit"] == 0
     assert isinstance(text, str)
@@ -85,12 +86,6 @@ def test_explain(env051: tuple[Path, ...]) -> None:
     assert "0.4.9.post3" in data["range"]
     text, meta = outcome(cli("explain", "sgl-kernel-fused-marlin-moe", paths=env051))
     assert "retire when: the installed kernel exports fused_marlin_moe itself" in str(text)
-
-
-def test_explain_unknown_id_is_usage_error() -> None:
-    result = cli("explain", "no-such-patch")
-    assert json.loads(result.stdout.strip().splitlines()[-1])["exit"] == 2
-    assert "unknown patch 'no-such-patch'; known ids:" in result.stderr
 
 
 @pytest.mark.wheels
@@ -138,9 +133,9 @@ def test_status_aggregates(tmp_path: Path) -> None:
     assert "problem: a failed in pid 13" in str(text)
 
 
-def test_status_without_reports_is_usage_error(tmp_path: Path) -> None:
+def test_status_without_reports_is_a_problem_not_a_usage_error(tmp_path: Path) -> None:
     result = cli("status", TMPDIR=str(tmp_path))
-    assert json.loads(result.stdout.strip().splitlines()[-1])["exit"] == 2
+    assert json.loads(result.stdout.strip().splitlines()[-1])["exit"] == 1
     assert "no report directory" in result.stderr
 
 
@@ -193,3 +188,120 @@ def test_doctor_runs_anywhere() -> None:
     assert result.returncode in (0, 1), result.stderr
     findings = json.loads(result.stdout)["findings"]
     assert {f["check"] for f in findings} >= {"python", "gpu"}
+
+
+# ------------------------------------------------------------------ conventions
+
+
+def test_version() -> None:
+    from importlib import metadata
+
+    result = run_python("from sglang_shims.cli import main; main(['--version'])",
+                        activate=False)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"sglang-shims {metadata.version('sglang-shims')}"
+
+
+def test_help_is_plain_text() -> None:
+    result = run_python("from sglang_shims.cli import main; main(['--help'])", activate=False)
+    assert result.returncode == 0 and "``" not in result.stdout and ":mod:" not in result.stdout
+    assert "launch" in result.stdout and "3 internal error" in result.stdout
+
+
+def test_every_json_output_has_a_schema(tmp_path: Path) -> None:
+    for args in (["list"], ["explain", "sgl-kernel-fused-marlin-moe"], ["check"],
+                 ["doctor", "--no-probe"], ["fingerprint", "sglang_shims.cli"],
+                 ["status", "--report-dir", str(tmp_path)]):
+        data, _meta = outcome(cli(*args, "--json"))
+        assert isinstance(data, dict) and data["schema"] == 1, args
+
+
+def test_internal_error_has_its_own_exit_code_and_asks_for_a_report() -> None:
+    result = run_python(
+        "import sglang_shims.cli as c\n"
+        "def boom(args): raise KeyError('bug')\n"
+        "c.cmd_check = boom\n"
+        "raise SystemExit(c.main(['check']))\n", activate=False)
+    assert result.returncode == 3
+    assert "KeyError: 'bug'" in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "internal error in `check`" in last and "please report it" in last
+    assert f"sglang-shims {cli_version()}" in last
+
+
+def cli_version() -> str:
+    from importlib import metadata
+
+    return metadata.version("sglang-shims")
+
+
+def test_bad_patch_id_is_usage_error_from_argparse() -> None:
+    result = run_python("from sglang_shims.cli import main; main(['explain', 'nope'])",
+                        activate=False)
+    assert result.returncode == 2
+    assert "unknown patch 'nope'; known ids: alloc-conf-env-mirror," in result.stderr
+
+
+@pytest.mark.parametrize(("env", "tty", "json_out", "colour"), [
+    ({}, True, False, True),
+    ({}, False, False, False),
+    ({"NO_COLOR": "1"}, True, False, False),
+    ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, True, False, False),
+    ({"FORCE_COLOR": "1"}, False, False, True),
+    ({"TERM": "dumb"}, True, False, False),
+    ({"FORCE_COLOR": "1"}, True, True, False),
+])
+def test_colour_rules(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], tty: bool,
+                      json_out: bool, colour: bool) -> None:
+    import argparse
+    import io
+
+    import sglang_shims.cli as c
+
+    for name in ("NO_COLOR", "FORCE_COLOR", "TERM"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+    class Stream(io.StringIO):
+        def isatty(self) -> bool:
+            return tty
+
+    monkeypatch.setattr("sys.stdout", Stream())
+    style = c._style(argparse.Namespace(json=json_out))
+    assert style.enabled is colour
+    assert ("\x1b[" in style("FAIL", "red")) is colour
+
+
+def test_list_fits_the_terminal_width() -> None:
+    text, meta = outcome(cli("list", COLUMNS="80"))
+    assert meta["exit"] == 0 and isinstance(text, str)
+    lines = text.splitlines()
+    ids = {p.name for p in (REPO / "patches").iterdir() if (p / "manifest.toml").is_file()}
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    shown = {line.split()[0] for line in lines[2:] if line and not line.startswith(" ")}
+    assert ids <= shown  # every id whole, never cut
+    states = {"would-apply", "not-applicable", "retired", "disabled", "drifted"}
+    assert all(line.split()[1] in states for line in lines[2:] if line[:1].strip()
+               and not line.startswith("warning"))
+
+
+def test_explain_without_a_fingerprint_check_says_so() -> None:
+    text, meta = outcome(cli("explain", "sgl-kernel-fused-marlin-moe"))
+    assert meta["exit"] == 0 and isinstance(text, str)
+    section = text.split("fingerprints:\n", 1)[1].split("\n\n", 1)[0]
+    assert "(none)" not in section and "not checked here" in section
+
+
+def test_doctor_findings_are_wrapped_never_cut() -> None:
+    """A finding longer than the terminal is wrapped to it, its remedy whole."""
+    from sglang_shims.cli import render
+
+    remedy = ("AWQ/GPTQ MoE models need pip install 'sgl-kernel>=0.2.2,<0.3.18' built for "
+              "your torch, or sglang >= 0.5.6; " * 4)
+    block = render.block("FAIL", "sgl-kernel-missing-fused-marlin-moe",
+                         [("", "x " * 200), ("fix: ", remedy)], width=60)
+    lines = block.splitlines()
+    assert all(len(line) <= 60 for line in lines)
+    fix = " ".join(" ".join(lines).split()).split("fix: ", 1)[1]
+    assert fix == " ".join(remedy.split())

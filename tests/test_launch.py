@@ -4,6 +4,8 @@ process where no ``.pth`` is processed (a ``pip install --target`` folder on PYT
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,7 +16,7 @@ import pytest
 
 from sglang_shims.launch import SGLANG_ENTRY, Plan, UsageError, parse
 
-from .conftest import FAKE_SGLANG, Venv, clean_env, pip_install, sh, write_package
+from .conftest import FAKE_SGLANG, REPO, Venv, clean_env, pip_install, sh, write_package
 
 
 class TestParse:
@@ -191,3 +193,111 @@ def test_console_script_launch(wheel: Path, make_venv: Callable[[], Venv], tmp_p
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert data["parent"]["outcome"] == data["child"]["outcome"] == "patched"
     assert "process reports go to" in result.stderr
+
+
+# ------------------------------------------------------- the README's launcher lines
+
+DUMP = ("import json, os, sys\n"
+        "print('DUMP ' + json.dumps({'argv': sys.argv[1:], 'env': {k: v for k, v in "
+        "os.environ.items() if k in ('SGLANG_SHIMS_STRICT', 'SGLANG_SHIMS_DISABLE')}}))\n")
+LAUNCH_LINE = re.compile(r"^\s*(?:\$ )?(python -m sglang_shims\.launch|sglang-shims launch)"
+                         r"(?P<args>[^#]*)")
+
+
+def readme_launch_lines() -> list[str]:
+    """Every line of a README code block that invokes the launcher, as written."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", readme, re.MULTILINE | re.DOTALL)
+    return [line.strip() for block in blocks for line in block.splitlines()
+            if LAUNCH_LINE.match(line)]
+
+
+def concrete(args: str, tmp: Path) -> list[str]:
+    """The README's placeholders made real: a patch id, a script, a module, sglang's args."""
+    words = {"ID": "sgl-kernel-fused-marlin-moe", "script.py": str(tmp / "script.py"),
+             "package.module": "pkgx.modx", "ARGS...": "a1 --flag", "...": "--model-path m"}
+    out: list[str] = []
+    for word in args.split():
+        out += words.get(word, word).split()
+    return out or ["--model-path", "m"]  # `sglang-shims launch ...`: the first line's args
+
+
+def launch_outcome(tmp: Path, *entry: str, args: list[str]) -> dict[str, object]:
+    env = clean_env(PYTHONPATH=os.pathsep.join([str(REPO), str(tmp / "world")]),
+                    SGLANG_SHIMS_REPORT_DIR=str(tmp / "reports"))
+    proc = subprocess.run([sys.executable, *entry, *args], capture_output=True, text=True,
+                          env=env, cwd=tmp, timeout=120, check=False)
+    assert proc.returncode == 0, (entry, args, proc.stderr)
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("DUMP "))
+    data: dict[str, object] = json.loads(line[5:])
+    return data
+
+
+def test_every_readme_launcher_line_runs_both_ways(tmp_path: Path) -> None:
+    """`sglang-shims launch X` is `python -m sglang_shims.launch X` for every README form:
+    dispatched before argparse, our options become variables, the target gets the rest."""
+    lines = readme_launch_lines()
+    assert len(lines) >= 5 and any(ln.startswith("sglang-shims launch") for ln in lines)
+    write_package(tmp_path / "world", {"sglang/__init__.py": "", "sglang/launch_server.py": DUMP,
+                                       "pkgx/__init__.py": "", "pkgx/modx.py": DUMP})
+    (tmp_path / "script.py").write_text(DUMP)
+    for line in lines:
+        m = LAUNCH_LINE.match(line)
+        assert m is not None
+        args = concrete(m.group("args"), tmp_path)
+        module = launch_outcome(tmp_path, "-m", "sglang_shims.launch", args=args)
+        cli = launch_outcome(tmp_path, "-m", "sglang_shims", "launch", args=args)
+        assert module == cli, line
+        after = args[args.index("--") + 1:] if "--" in args else args
+        expected = after[2:] if after[:1] == ["-m"] else \
+            after[1:] if after[0].endswith(".py") else after
+        expected = [a for a in expected if a not in ("--strict",)] if "--" not in args else expected
+        assert module["argv"] == expected, line
+        if "--strict" in args[:args.index("--")] if "--" in args else False:
+            assert module["env"] == {"SGLANG_SHIMS_STRICT": "1",
+                                     "SGLANG_SHIMS_DISABLE": "sgl-kernel-fused-marlin-moe"}
+
+
+def test_launch_help_both_ways() -> None:
+    for entry in (["-m", "sglang_shims.launch"], ["-m", "sglang_shims", "launch"]):
+        proc = subprocess.run([sys.executable, *entry, "--help"], capture_output=True,
+                              text=True, env=clean_env(PYTHONPATH=str(REPO)), timeout=60,
+                              check=False)
+        assert proc.returncode == 0 and "--report-dir DIR" in proc.stdout, proc.stderr
+
+
+def run_launcher(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sglang_shims", "launch", *args],
+                          capture_output=True, text=True, cwd=tmp, timeout=120, check=False,
+                          env=clean_env(PYTHONPATH=str(REPO),
+                                        SGLANG_SHIMS_REPORT_DIR=str(tmp / "reports")))
+
+
+def test_missing_sglang_is_one_line_with_the_remedy(tmp_path: Path) -> None:
+    """No sglang installed (as in this test environment): not a runpy traceback."""
+    import importlib.util
+
+    if importlib.util.find_spec("sglang") is not None:
+        pytest.skip("sglang is installed here")
+    proc = run_launcher(tmp_path, "--model-path", "m")
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("sglang-shims launch:")]
+    assert "sglang is not installed" in line and "pip install sglang" in line
+    proc = run_launcher(tmp_path, "-m", "no_such_module_here")
+    assert proc.returncode == 1 and "no module named no_such_module_here" in proc.stderr
+    proc = run_launcher(tmp_path, "missing.py")
+    assert proc.returncode == 1 and "no such script: missing.py" in proc.stderr
+
+
+def test_dash_c_runs_code_with_the_shims(tmp_path: Path) -> None:
+    proc = run_launcher(tmp_path, "--strict", "-c",
+                        "import os, sys; from sglang_shims import _bootstrap as b; "
+                        "print(sys.argv, os.environ['SGLANG_SHIMS_STRICT'], b.active())",
+                        "x", "-y")
+    assert proc.returncode == 0, proc.stderr
+    argv, strict, origin = proc.stdout.strip().rsplit(" ", 2)
+    assert (argv, strict) == ("['-c', 'x', '-y']", "1") and origin != "None"
+    assert parse(["-c", "pass", "a"], {}) == Plan(kind="code", target="pass", argv=["a"])
+    with pytest.raises(UsageError):
+        parse(["-c"], {})

@@ -1,33 +1,78 @@
-"""``sglang-shims``: explain the environment and the patches, check them, launch sglang.
+"""The ``sglang-shims`` command: explain the environment and the patches, check them, launch.
 
-Every command prints aligned tables for people and, with ``--json``, one JSON document
-for programs.  Exit codes: 0 all good; 1 the command found a problem (``check``: a
-drifted patch; ``doctor``: a failing check; ``status``: a failed or drifted patch, or
-processes that disagree); 2 usage error (unknown command, option or patch id).
+Every command prints text for people and, with ``--json``, one JSON document for
+programs (with a ``schema`` key; errors stay plain text on stderr, as pip does).
+Exit codes are :class:`ExitCode`.  ``launch`` is handed its arguments untouched,
+before argparse sees them, so that it parses exactly as ``python -m sglang_shims.launch``.
 """
 
 from __future__ import annotations
 
 import argparse
+import enum
 import json
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from . import render as _table
+from . import render as _render
 
-EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+SCHEMA = 1
+"""Version of every ``--json`` document; raised on a change that breaks a reader."""
+ISSUES_URL = "https://github.com/sglang-shims/sglang-shims/issues"
+DESCRIPTION = ("Import-time compatibility patches for SGLang: diagnose this environment, "
+               "list and explain the patches, check their fingerprints, summarise a run, "
+               "and launch sglang with the shims.")
 
 
-def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+class ExitCode(enum.IntEnum):
+    """What the command's exit status means (the scheme ruff and pytest use)."""
+
+    OK = 0
+    PROBLEM = 1
+    """The command worked and found a problem: a drifted or failed patch, a failing
+    doctor check, processes that disagree, no reports to judge."""
+    USAGE = 2
+    """Unknown command, option or patch id."""
+    INTERNAL = 3
+    """A bug in sglang-shims itself; the message asks for a report."""
+
+
+def version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("sglang-shims")
+    except metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
+        return "unknown (not installed)"
+
+
+def _emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
     if args.json:
-        print(json.dumps(data, indent=2, sort_keys=False, default=str))
+        print(json.dumps({"schema": SCHEMA, **data}, indent=2, default=str))
     else:
         print(text)
 
 
+def _style(args: argparse.Namespace) -> _render.Style:
+    return _render.Style(not args.json and _render.should_colour(sys.stdout))
+
+
 def _warnings_text(warnings: list[str]) -> str:
     return "".join(f"\nwarning: {w}" for w in warnings)
+
+
+def known_patch(text: str) -> str:
+    """argparse ``type=`` for a patch id: a bad one is a usage error listing the known ids."""
+    from .._bootstrap import env
+    from ..catalog.load import load
+
+    ids = sorted(load(env("SGLANG_SHIMS_PATH")).by_id())
+    wanted = text.strip().lower()
+    if wanted not in ids:
+        raise argparse.ArgumentTypeError(f"unknown patch {text!r}; known ids: {', '.join(ids)}")
+    return wanted
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -38,25 +83,20 @@ def cmd_list(args: argparse.Namespace) -> int:
         from .docs import patches_markdown
 
         print(patches_markdown(result), end="")
-        return EXIT_OK
+        return ExitCode.OK
     rows = [(v.manifest.id, v.judged.state, v.judged.reason or "-", v.manifest.summary)
             for v in result.views]
-    text = _table.render(["id", "state", "reason", "summary"], rows, max_width=70)
+    text = _render.table(["id", "state", "reason", "summary"], rows, wrap={2}, trim={3},
+                         style=_style(args), colours=[{}, _render.STATE_COLOUR])
     data = {"patches": [v.as_dict() for v in result.views], "warnings": result.warnings()}
     _emit(args, data, text + _warnings_text(result.warnings()))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from .survey import survey
 
-    result = survey()
-    views = {v.manifest.id: v for v in result.views}
-    view = views.get(args.id.lower())
-    if view is None:
-        print(f"sglang-shims: unknown patch {args.id!r}; known ids: {', '.join(sorted(views))}",
-              file=sys.stderr)
-        return EXIT_USAGE
+    view = next(v for v in survey().views if v.manifest.id == args.id)
     data = view.as_dict(full=True)
     m = view.manifest
     lines = [f"{m.id}: {m.summary}", "",
@@ -65,20 +105,26 @@ def cmd_explain(args: argparse.Namespace) -> int:
              f" default {data['default']}, policy {m.policy}",
              f"target:    {m.target} ({m.when} its body runs)",
              "evidence:  " + "\n           ".join(m.evidence), "", "gates:"]
-    lines += [f"  {g.label} {g.spec or '(installed)'}" for g in m.requires] or ["  (none)"]
-    lines += [f"  gpu capability {m.gpu}"] if m.gpu else []
+    gates = [f"  {g.label} {g.spec or '(installed)'}" for g in m.requires]
+    gates += [f"  gpu capability {m.gpu}"] if m.gpu else []
+    lines += gates or ["  (none)"]
     lines += ["  -> " + line for line in view.judged.gates]
     lines += ["", f"retire when: {m.retire.description}"]
     lines += ["  -> " + line for line in view.judged.retire]
-    lines += ["", "fingerprints:"] + [f"  {fp.describe()}" for fp in m.fingerprints]
-    lines += ["  -> " + line for line in view.judged.fingerprints] or ["  (none)"]
-    lines += ["", "what it changes:", "  " + " ".join(m.changes.split())]
+    lines += ["", "fingerprints:"]
+    if not m.fingerprints:
+        lines.append("  (none)")
+    lines += [f"  {fp.describe()}" for fp in m.fingerprints]
+    lines += ["  -> " + line for line in view.judged.fingerprints]
+    if m.fingerprints and not view.judged.fingerprints:
+        lines.append("  -> not checked here (the patch would not act)")
+    lines += ["", "what it changes:", *_render.paragraph(m.changes)]
     if m.range_note:
-        lines += ["", "how the range was established:", "  " + " ".join(m.range_note.split())]
+        lines += ["", "how the range was established:", *_render.paragraph(m.range_note)]
     if data["code"]:
         lines += ["", f"code: {data['code']}"]
     _emit(args, data, "\n".join(lines))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -92,11 +138,13 @@ def cmd_check(args: argparse.Namespace) -> int:
             for v in checked]
     skipped = [(v.manifest.id, v.judged.state, v.judged.reason)
                for v in result.views if v not in checked]
-    text = _table.render(["id", "fingerprint", "detail"], rows, max_width=90) if rows else \
-        "no patch applies to this environment"
+    style = _style(args)
+    colours = [{}, {"drifted": "red", "ok": "green"}]
+    text = (_render.table(["id", "fingerprint", "detail"], rows, wrap={2}, style=style,
+                          colours=colours) if rows else "no patch applies to this environment")
     if skipped:
-        text += "\n\nnot checked (they would not act here):\n" + _table.render(
-            ["id", "state", "reason"], skipped, max_width=90)
+        text += "\n\nnot checked (they would not act here):\n" + _render.table(
+            ["id", "state", "reason"], skipped, wrap={2}, style=style)
     text += f"\n\n{len(drifted)} drifted, {len(checked) - len(drifted)} ok"
     data = {"checked": [{"id": v.manifest.id, "state": v.judged.state,
                          "fingerprints": v.judged.fingerprints,
@@ -104,7 +152,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             "skipped": [{"id": i, "state": s, "reason": r} for i, s, r in skipped],
             "drifted": [v.manifest.id for v in drifted]}
     _emit(args, data, text)
-    return EXIT_PROBLEM if drifted else EXIT_OK
+    return ExitCode.PROBLEM if drifted else ExitCode.OK
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -112,23 +160,36 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     directory = _status.resolve_dir(args.report_dir)
     if directory is None:
+        # Nothing to judge is a failed gate, not a misuse of the command.
         print("sglang-shims: no report directory: pass --report-dir DIR, set"
               " SGLANG_SHIMS_REPORT_DIR, or start sglang with `sglang-shims launch`",
               file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.PROBLEM
     summary = _status.aggregate(directory)
     _emit(args, summary.as_dict(), summary.text())
-    return EXIT_PROBLEM if summary.problems else EXIT_OK
+    return ExitCode.PROBLEM if summary.problems else ExitCode.OK
+
+
+def _announce(message: str) -> None:
+    """Progress on stderr, only for a person watching (pip and uv do the same)."""
+    if sys.stderr.isatty():
+        print(message, file=sys.stderr, flush=True)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor.report import doctor
 
-    findings, data = doctor(probe_import=not args.no_probe)
-    rows = [(f.level.upper(), f.check, f.detail, f.remedy or "-") for f in findings]
-    text = _table.render(["level", "check", "detail", "remedy"], rows, max_width=80)
+    findings, data = doctor(probe_import=not args.no_probe, announce=_announce)
+    style = _style(args)
+    width = _render.terminal_width()
+    text = "\n\n".join(
+        _render.block(f.level.upper(), f.check, [("", f.detail), ("fix: ", f.remedy)],
+                      width=width, style=style, colour=_render.LEVEL_COLOUR.get(f.level))
+        for f in findings)
+    counts = {level: sum(f.level == level for f in findings) for level in ("fail", "warn")}
+    text += f"\n\n{counts['fail']} failing, {counts['warn']} warnings, {len(findings)} checks"
     _emit(args, data, text)
-    return EXIT_PROBLEM if any(f.level == "fail" for f in findings) else EXIT_OK
+    return ExitCode.PROBLEM if counts["fail"] else ExitCode.OK
 
 
 def cmd_fingerprint(args: argparse.Namespace) -> int:
@@ -138,28 +199,24 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     path = _source.locate(module)
     if path is None:
         print(f"sglang-shims: cannot find the source of {module}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.PROBLEM
     data: dict[str, Any] = {"module": module, "file": str(path)}
     if qualname:
         data["function"] = qualname
         data["sha256"] = _source.function_hash(path.read_text(encoding="utf-8"), qualname)
         if data["sha256"] is None:
             print(f"sglang-shims: {module} defines no {qualname}", file=sys.stderr)
-            return EXIT_USAGE
+            return ExitCode.PROBLEM
     _emit(args, data, "\n".join(f"{k}: {v}" for k, v in data.items()))
-    return EXIT_OK
-
-
-def cmd_launch(args: argparse.Namespace) -> int:
-    from ..launch import main as launch_main
-
-    return launch_main(args.rest)
+    return ExitCode.OK
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="sglang-shims", description=__doc__.split("\n\n")[0],
-        epilog="exit codes: 0 ok; 1 a problem was found; 2 usage error")
+        prog="sglang-shims", description=DESCRIPTION,
+        epilog="exit codes: 0 ok; 1 a problem was found; 2 usage error; 3 internal error "
+               "(please report it)")
+    parser.add_argument("--version", action="version", version=f"sglang-shims {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -171,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true", help="render docs/patches.md")
     p.set_defaults(func=cmd_list)
     p = add("explain", "one patch in full: manifest, gates, fingerprints, retire rule")
-    p.add_argument("id")
+    p.add_argument("id", type=known_patch, metavar="ID")
     p.set_defaults(func=cmd_explain)
     add("check", "verify every applicable patch's fingerprint against the installed source"
         ).set_defaults(func=cmd_check)
@@ -185,21 +242,31 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("fingerprint", "print a module's file and a function's source hash (for manifests)")
     p.add_argument("target", metavar="MODULE[:QUALNAME]")
     p.set_defaults(func=cmd_fingerprint)
-    p = sub.add_parser("launch", help="run sglang (or a script / module) with the shims",
-                       add_help=False)
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=cmd_launch, json=False)
+    # Listed for --help only: main() hands `launch ...` to the launcher before argparse.
+    sub.add_parser("launch", help="run sglang (or a script / module) with the shims; "
+                                  "`sglang-shims launch --help` for its options")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["launch"]:
+        from ..launch import main as launch_main
+
+        return launch_main(args_list[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_list)
     try:
         code: int = args.func(args)
     except BrokenPipeError:  # `sglang-shims list | head`
-        return EXIT_OK
-    return code
+        return ExitCode.OK
+    except Exception:
+        traceback.print_exc()
+        print(f"sglang-shims {version()}: internal error in `{args.command}` (the traceback"
+              f" above); please report it at {ISSUES_URL} with this output",
+              file=sys.stderr)
+        return ExitCode.INTERNAL
+    return int(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
