@@ -34,6 +34,10 @@ SGLANG_ENTRY = "sglang.launch_server"
 SITE_DIR = Path(__file__).resolve().parent / "_launch_site"
 
 
+HELP = (__doc__ or "").replace("``", "")
+"""The module docstring as help: plain text, without its reST quotes."""
+
+
 class UsageError(Exception):
     pass
 
@@ -176,10 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         plan = parse(sys.argv[1:] if argv is None else argv)
     except UsageError as exc:
-        print(f"sglang-shims launch: {exc}\n\n{__doc__}", file=sys.stderr)
+        print(f"sglang-shims launch: {exc}\n\n{HELP}", file=sys.stderr)
         return 2
     if plan.help:
-        print(__doc__)
+        print(HELP)
         return 0
     os.environ.update(plan.env)
     if not os.environ.get("SGLANG_SHIMS_REPORT_DIR", "").strip():

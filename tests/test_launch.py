@@ -264,6 +264,7 @@ def test_launch_help_both_ways() -> None:
                               text=True, env=clean_env(PYTHONPATH=str(REPO)), timeout=60,
                               check=False)
         assert proc.returncode == 0 and "--report-dir DIR" in proc.stdout, proc.stderr
+        assert "``" not in proc.stdout  # plain text, not the docstring's reST
 
 
 def run_launcher(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
