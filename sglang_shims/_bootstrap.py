@@ -1,15 +1,22 @@
-"""The only code of sglang-shims that runs in every Python process.
+"""Start-up code of sglang-shims: the watch table, the finder, the loader wrapper.
 
-``sglang_shims.pth`` (Python <= 3.14) imports this module and calls :func:`activate`;
-``sglang_shims.start`` (PEP 829, Python >= 3.15) calls :func:`start`.  Everything here
-runs during ``site`` initialisation of *every* interpreter in the environment -- pip,
-build back-ends, spawn workers -- so it obeys three rules:
+Every interpreter of the environment processes ``sglang_shims.pth`` (pip, build
+back-ends, spawn workers).  Its line imports nothing of ours: it puts a one-line finder
+(a lambda on a ``SimpleNamespace``) on ``sys.meta_path`` that looks at the top-level name
+of each import.  Only when one of the packages our patches target is imported (``sglang``,
+``sgl_kernel``, ``transformers``, ``kernels``), or any module at all when
+``SGLANG_SHIMS_PATH`` is set, does it load this module and call :func:`activate`, which
+puts the real :class:`Watcher` in its place.  ``sglang_shims.start`` (PEP 829, Python
+>= 3.15), the launcher's ``sitecustomize`` and sglang's plugin hook call :func:`activate`
+directly.  Everything here obeys three rules:
 
-* It imports nothing.  ``sys`` and ``os`` are loaded before ``site`` runs; anything else
-  (``threading``, ``typing``, ``importlib.metadata``) would cost milliseconds on every start.
+* It imports nothing but ``sys`` and ``os`` (loaded before ``site`` runs) and, only when a
+  ``SGLANG_SHIMS_*`` variable is set, its sibling ``_toggles``.  :func:`activate` can run
+  inside a finder's ``find_spec``, where the global import lock is held, so siblings are
+  loaded with :func:`load_sibling`, which takes no import lock.
 * It never raises.  A failure is remembered and reported once, on stderr, when a module
   we watch is first imported -- the only moment it matters.
-* It wakes the real engine (``sglang_shims.engine``) only when a watched module is being executed,
+* It wakes the real engine (:data:`LISTENER`) only when a watched module is being executed,
   from the loader, never from ``find_spec``: importing from inside ``find_spec`` holds the
   global import lock while taking module locks, the A-B deadlock ddtrace hit (#17742).
 
@@ -23,58 +30,63 @@ import sys
 # ``typing`` costs milliseconds at start-up; mypy treats any name TYPE_CHECKING as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from importlib.machinery import ModuleSpec
     from types import ModuleType
 
 # BEGIN GENERATED WATCH TABLE
-# patch id -> (module whose import triggers it, on by default, policy is required,
-#              stands in for the module)
-PATCHES: dict[str, tuple[str, bool, bool, bool]] = {
-    "alloc-conf-env-mirror": ("sglang", True, False, False),
-    "file-uri-media": ("sglang.srt.utils", True, False, False),
-    "gemma-norm-fp32-plus-one": ("sglang.srt.models.gemma", False, False, False),
-    "gemma3-rope-factor-missing": ("sglang.srt.models.gemma3_causal", True, False, False),
-    "kernels-revision-required": ("kernels", True, False, False),
-    "output-ids-prompt-tail": ("sglang.srt.managers.detokenizer_manager", True, False, False),
-    "sgl-kernel-cuda-runtime-preload": ("sgl_kernel", True, False, False),
-    "sgl-kernel-dist-renamed": ("sglang.srt.entrypoints.engine", True, False, False),
-    "sgl-kernel-fused-marlin-moe": ("sgl_kernel", True, False, False),
-    "sgl-kernel-triton-fallback": ("sgl_kernel", True, False, True),
-    "sm120-triton-attention-tiles": ("sglang.srt.utils", True, False, False),
-    "sm120-trtllm-backend-autoselect": ("sglang.srt.server_args", True, False, False),
-    "tf-config-register-collision": ("sglang.srt.configs.qwen3_asr", True, False, False),
-    "tf5-attn-mask-utils-removed": ("sglang.srt.models.clip", True, False, False),
-    "tf5-chat-template-return-dict": (
-        "sglang.srt.entrypoints.openai.serving_chat",
-        True, False, False,
-    ),
-    "tf5-config-dataclass-defaults": ("sglang.srt.models.vila", True, False, False),
-    "tf5-gemma3-rope": ("sglang.srt.models.gemma3_causal", True, False, False),
-    "tf5-gemma3n-rope": ("sglang.srt.models.gemma3n_causal", True, False, False),
-    "tf5-gemma3n-tie-weights": ("sglang.srt.models.gemma3n_mm", True, False, False),
-    "tf5-gpt2-bytes-to-unicode": (
-        "transformers.models.gpt2.tokenization_gpt2",
-        True, False, False,
-    ),
-    "tf5-image-processor-register": ("sglang.srt.configs.utils", True, False, False),
-    "tf5-pixtral-rope-renamed": (
-        "transformers.models.pixtral.modeling_pixtral",
-        True, False, False,
-    ),
-    "tf5-rope-theta-moved": ("sglang.srt.utils", True, False, False),
-    "tf5-vision-rope-renamed": (
-        "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
-        True, False, False,
-    ),
-    "tf54-config-bare-annotations": ("sglang.srt.configs", True, False, False),
-    "torch-amx-probe-removed": ("sglang.srt.utils", True, False, False),
-    "triton-cache-helpers-removed": ("sglang.srt.utils", True, False, False),
-    "triton-ptxas-blackwell": ("sglang", True, False, False),
+# patch id -> the module whose import triggers it
+TARGETS = {
+    "alloc-conf-env-mirror": "sglang",
+    "file-uri-media": "sglang.srt.utils",
+    "gemma-norm-fp32-plus-one": "sglang.srt.models.gemma",
+    "gemma3-rope-factor-missing": "sglang.srt.models.gemma3_causal",
+    "kernels-revision-required": "kernels",
+    "output-ids-prompt-tail": "sglang.srt.managers.detokenizer_manager",
+    "sgl-kernel-cuda-runtime-preload": "sgl_kernel",
+    "sgl-kernel-dist-renamed": "sglang.srt.entrypoints.engine",
+    "sgl-kernel-fused-marlin-moe": "sgl_kernel",
+    "sgl-kernel-triton-fallback": "sgl_kernel",
+    "sm120-triton-attention-tiles": "sglang.srt.utils",
+    "sm120-trtllm-backend-autoselect": "sglang.srt.server_args",
+    "tf-config-register-collision": "sglang.srt.configs.qwen3_asr",
+    "tf5-attn-mask-utils-removed": "sglang.srt.models.clip",
+    "tf5-chat-template-return-dict": "sglang.srt.entrypoints.openai.serving_chat",
+    "tf5-config-dataclass-defaults": "sglang.srt.models.vila",
+    "tf5-gemma3-rope": "sglang.srt.models.gemma3_causal",
+    "tf5-gemma3n-rope": "sglang.srt.models.gemma3n_causal",
+    "tf5-gemma3n-tie-weights": "sglang.srt.models.gemma3n_mm",
+    "tf5-gpt2-bytes-to-unicode": "transformers.models.gpt2.tokenization_gpt2",
+    "tf5-image-processor-register": "sglang.srt.configs.utils",
+    "tf5-pixtral-rope-renamed": "transformers.models.pixtral.modeling_pixtral",
+    "tf5-rope-theta-moved": "sglang.srt.utils",
+    "tf5-vision-rope-renamed": "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
+    "tf54-config-bare-annotations": "sglang.srt.configs",
+    "torch-amx-probe-removed": "sglang.srt.utils",
+    "triton-cache-helpers-removed": "sglang.srt.utils",
+    "triton-ptxas-blackwell": "sglang",
+}
+# on only when a toggle turns them on
+OFF_BY_DEFAULT = frozenset({"gemma-norm-fp32-plus-one"})
+# policy = "required": a failure stops the import
+REQUIRED: frozenset[str] = frozenset()
+# may stand in for their whole target module
+STAND_INS = frozenset({"sgl-kernel-triton-fallback"})
+# stand-in patch id -> (target, its version gates): checked by the finder
+# before it offers a module that is not installed (Watcher.admits)
+STAND_IN_GATES = {
+    "sgl-kernel-triton-fallback": ("sgl_kernel", (("sglang", ">=0.5.1,<0.5.18"), ("torch", ""))),
 }
 # END GENERATED WATCH TABLE
 
 OFF = frozenset({"0", "false", "off", "no"})
+LISTENER = "sglang_shims.engine:on_loader_event"
+"""``module:function`` that receives every loader event (``BOOT, name, phase, module, exc``).
+
+Named, not imported: this module must not import the engine, and a test may point it at
+a recorder."""
+PTH_MARK = "sglang_shims_pth"
+"""Attribute of the ``.pth`` line's first-stage finder, so that it can be recognised."""
 
 
 def env(name: str, environ: "dict[str, str] | os._Environ[str] | None" = None) -> "str | None":
@@ -92,12 +104,42 @@ def globally_off(environ: "dict[str, str] | os._Environ[str] | None" = None) -> 
     return value is not None and value.lower() in OFF
 
 
+class Boot:
+    """What the start-up hook knows, handed to the engine as one typed object.
+
+    ``origin`` says who activated (``pth``, ``start``, ``launch-site``, ``plugin``,
+    ``install``); ``toggles`` is the parsed ``_toggles.Toggles`` when a variable was set;
+    ``problem`` is why start-up failed; ``woke`` is ``time.perf_counter()`` at the first
+    loader event, the start of the engine's wake-up timing.
+    """
+
+    __slots__ = ("complained", "origin", "problem", "toggles", "watcher", "woke")
+
+    def __init__(self) -> None:
+        self.origin: str | None = None
+        self.toggles: object = None
+        self.watcher: Watcher | None = None
+        self.problem: str | None = None
+        self.complained = False
+        self.woke: float | None = None
+
+
+BOOT = Boot()
+
+
 class Watcher:
     """A ``sys.meta_path`` finder that answers only for the module names it watches.
 
     For a watched name it asks the *other* finders on ``sys.meta_path`` for the spec
     (an editable sglang is served by setuptools' finder, not ``PathFinder``) and
     wraps the loader it gets; for every other name it costs one set lookup.
+
+    Where no finder has the module it answers as stock Python does (``None``), unless
+    an enabled stand-in patch for that name passes its version gates: only then is a
+    spec offered, so ``find_spec`` probes and ``import`` agree with each other and with a
+    process without the shims.  The gates are read from the installed distributions'
+    ``.dist-info`` folder names (:func:`gates_pass`): importing ``importlib.metadata``
+    or ``packaging`` here would break the deadlock rule above.
     """
 
     def __init__(self, names: "set[str]", stand_ins: "set[str] | None" = None) -> None:
@@ -105,6 +147,7 @@ class Watcher:
         # Watched names an enabled patch can stand in for when nothing else provides them.
         self.stand_ins = set(stand_ins or ())
         self._finding: set[str] = set()
+        self._admitted: dict[str, bool] = {}
 
     def find_spec(self, fullname: str, path: "Sequence[str] | None" = None,
                   target: "ModuleType | None" = None) -> "ModuleSpec | None":
@@ -113,7 +156,7 @@ class Watcher:
         # The caller holds the import lock for this name, so one guard per name suffices.
         self._finding.add(fullname)
         try:
-            spec = None
+            spec: ModuleSpec | None = None
             for finder in list(sys.meta_path):
                 if finder is self:
                     continue
@@ -125,17 +168,35 @@ class Watcher:
                     break
         finally:
             self._finding.discard(fullname)
-        if spec is None and fullname in self.stand_ins and path is None:
-            # Not installed: offer a package whose body raises the usual
-            # ModuleNotFoundError unless the engine decides to stand in for it.  The
-            # ModuleSpec class is reached through sys's own spec: no import here.
-            spec_class = type(sys.__spec__)
-            spec = spec_class(fullname, Missing(fullname),  # type: ignore[arg-type]
-                              is_package=True)
-        loader = getattr(spec, "loader", None)
-        if spec is not None and loader is not None and hasattr(loader, "exec_module"):
-            spec.loader = HookedLoader(loader, fullname, self)
+        if spec is None:
+            if path is None and fullname in self.stand_ins and self.admits(fullname):
+                # Not installed, and a stand-in passed its gates: a package whose body is
+                # the stock ModuleNotFoundError unless the engine stands in for it.  The
+                # ModuleSpec class is reached through sys's own spec: no import here.
+                spec_class = type(sys.__spec__)
+                missing = HookedLoader(Missing(fullname), fullname, self)
+                offered: ModuleSpec = spec_class(fullname, missing,  # type: ignore[arg-type]
+                                                 is_package=True)
+                return offered
+            return None
+        loader = spec.loader
+        if loader is None and spec.submodule_search_locations is not None:
+            # A folder without __init__.py (a namespace package, e.g. what a broken
+            # uninstall leaves): hook the namespace loader the import system would make.
+            namespace = namespace_loader(spec.submodule_search_locations)
+            if namespace is not None:
+                spec.loader = HookedLoader(namespace, fullname, self, is_namespace=True)  # type: ignore[assignment]
+        elif loader is not None and hasattr(loader, "exec_module"):
+            spec.loader = HookedLoader(loader, fullname, self)  # type: ignore[assignment]
         return spec
+
+    def admits(self, fullname: str) -> bool:
+        """Does an enabled stand-in patch for ``fullname`` pass its version gates here?"""
+        if fullname not in self._admitted:
+            self._admitted[fullname] = any(
+                gates_pass(gates) for target, gates in STAND_IN_GATES.values()
+                if target == fullname)
+        return self._admitted[fullname]
 
     def done(self, fullname: str) -> None:
         """Stop watching one name; leave ``sys.meta_path`` once nothing is left."""
@@ -150,11 +211,211 @@ class Watcher:
             pass
 
     def invalidate_caches(self) -> None:
-        """Part of the finder protocol; there is nothing cached here."""
+        """Part of the finder protocol: forget the stand-in decisions (a package may
+        have been installed since)."""
+        self._admitted.clear()
+
+
+def namespace_loader(locations: object) -> object:
+    """The loader the import system gives a namespace package (``_init_module_attrs``
+    builds the same one when ``spec.loader`` is None); None if this Python has none."""
+    external = sys.modules.get("_frozen_importlib_external")
+    cls = getattr(external, "NamespaceLoader", None) or getattr(external, "_NamespaceLoader", None)
+    if cls is None:
+        return None
+    loader = cls.__new__(cls)
+    loader._path = locations
+    return loader
+
+
+def gates_pass(gates: "Sequence[tuple[str, str]]") -> bool:
+    """Are these ``(dists, specifier)`` gates met by the installed distributions?
+
+    ``dists`` is ``"a | b"`` (the first installed counts), as in a manifest.  A version or
+    specifier this small reader cannot parse counts as not met: the stand-in is then not
+    offered and the import fails as it would without the shims.
+    """
+    for dists, spec in gates:
+        version = None
+        for dist in dists.split("|"):
+            version = installed_version(dist.strip())
+            if version is not None:
+                break
+        if version is None or not spec_contains(spec, version):
+            return False
+    return True
+
+
+def _canonical(name: str) -> str:
+    return name.lower().replace("-", "_").replace(".", "_")
+
+
+def installed_version(dist: str) -> "str | None":
+    """The version of ``dist`` from the first ``<name>-<version>.dist-info`` (or
+    ``.egg-info``) folder on ``sys.path``, as ``importlib.metadata.version`` finds it."""
+    want = _canonical(dist)
+    for entry in list(sys.path):
+        folder = entry or os.curdir
+        try:
+            names = os.listdir(folder)
+        except (OSError, TypeError, ValueError):
+            continue
+        for name in sorted(names):
+            stem, _, kind = name.rpartition(".")
+            if kind not in ("dist-info", "egg-info"):
+                continue
+            project, _, version = stem.partition("-")
+            if _canonical(project) != want:
+                continue
+            version = version.partition("-py")[0]  # name-1.0-py3.11.egg-info
+            return version or _metadata_version(os.path.join(folder, name))
+    return None
+
+
+def _metadata_version(folder: str) -> "str | None":
+    for leaf in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(folder, leaf), encoding="utf-8") as handle:
+                for line in handle:
+                    if not line.strip():
+                        break
+                    if line.lower().startswith("version:"):
+                        return line.partition(":")[2].strip() or None
+        except OSError:
+            continue
+    return None
+
+
+_WORDS = {"a": (0, 0), "alpha": (0, 0), "b": (0, 1), "beta": (0, 1), "c": (0, 2), "rc": (0, 2),
+          "pre": (0, 2), "preview": (0, 2), "post": (1, 0), "rev": (1, 0), "r": (1, 0),
+          "dev": (2, 0)}
+"""A version suffix word -> (its place: pre, post, dev; the pre-release letter's rank)."""
+_LONGEST_FIRST = sorted(_WORDS, key=len, reverse=True)  # "rc" before "r", "alpha" before "a"
+
+
+def _digits(text: str, i: int) -> int:
+    """The end of the run of ASCII digits that starts at ``text[i]``."""
+    while i < len(text) and "0" <= text[i] <= "9":
+        i += 1
+    return i
+
+
+def version_key(text: str) -> "tuple[object, ...] | None":
+    """A sort key of a PEP 440 version, local label dropped; None if it is not one.
+
+    Ordered as ``packaging`` orders versions (``1.0.dev0 < 1.0a1 < 1.0 < 1.0.post1``):
+    (epoch, release without trailing zeros, pre, post, dev, (is pre, is post)); the last
+    item serves the exclusive comparisons' rules.
+    """
+    value, _, local = text.strip().lower().partition("+")
+    if local and not all(part and all("a" <= c <= "z" or "0" <= c <= "9" for c in part)
+                         for part in local.replace("-", ".").replace("_", ".").split(".")):
+        return None
+    if "+" in text and not local:
+        return None
+    value = value[1:] if value.startswith("v") else value
+    epoch = 0
+    head, bang, tail = value.partition("!")
+    if bang:
+        if not head or _digits(head, 0) != len(head):
+            return None
+        epoch, value = int(head), tail
+    release: list[int] = []
+    i = 0
+    while True:
+        j = _digits(value, i)
+        if j == i:
+            return None
+        release.append(int(value[i:j]))
+        i = j
+        if value[i:i + 1] != "." or _digits(value, i + 1) == i + 1:
+            break
+        i += 1
+    found: list[object] = [(3, 0), -1, (1, 0)]  # no pre, no post, no dev
+    place = 0
+    while i < len(value):
+        start = i
+        if value[i] in ".-_":
+            i += 1
+        word = next((w for w in _LONGEST_FIRST if value.startswith(w, i)), "")
+        j = i + len(word)
+        if not word:  # "1.0-1": an implicit post-release
+            j = _digits(value, i)
+            if value[start] != "-" or i in (start, j) or place > 1:
+                return None
+            found[1], place, i = int(value[i:j]), 2, j
+            continue
+        if word not in _WORDS or _WORDS[word][0] < place:
+            return None
+        kind, rank = _WORDS[word]
+        i = j + 1 if value[j:j + 1] in (".", "-", "_") and _digits(value, j + 1) > j + 1 else j
+        j = _digits(value, i)
+        number = int(value[i:j]) if j > i else 0
+        found[kind] = (rank, number) if kind == 0 else number if kind == 1 else (0, number)
+        place, i = kind + 1, j
+    pre, post, dev = found
+    while len(release) > 1 and release[-1] == 0:
+        release.pop()
+    if pre == (3, 0) and post == -1 and dev != (1, 0):
+        pre = (-1, 0)  # 1.0.dev0 sorts before 1.0a0
+    return (epoch, tuple(release), pre, post, dev, (pre != (3, 0) or dev != (1, 0), post != -1))
+
+
+def spec_contains(spec: str, version: str) -> bool:
+    """Is ``version`` inside the PEP 440 specifier set ``spec``, pre-releases allowed as
+    the engine's gates allow them?  What this reader does not handle (``===``, local
+    labels in a bound) counts as outside: the answer is then the stock one."""
+    key = version_key(version)
+    if key is None:
+        return False
+    for clause in (c.strip() for c in spec.split(",")):
+        if not clause:
+            continue
+        op = next((o for o in ("===", "==", "!=", "<=", ">=", "~=", "<", ">")
+                   if clause.startswith(o)), "")
+        if not op or not _clause(op, clause[len(op):].strip(), key):
+            return False
+    return True
+
+
+def _plain(text: str) -> bool:
+    return all(part and _digits(part, 0) == len(part) for part in text.split("."))
+
+
+def _clause(op: str, bound: str, key: "tuple[object, ...]") -> bool:
+    if op in ("==", "!=") and bound.endswith(".*"):
+        if not _plain(bound[:-2]):
+            return False
+        wanted = [int(n) for n in bound[:-2].split(".")]
+        release = [*key[1], *[0] * len(wanted)]  # type: ignore[misc]
+        return (key[0] == 0 and release[:len(wanted)] == wanted) == (op == "==")
+    if op == "~=":
+        return _plain(bound) and "." in bound and _clause(">=", bound, key) \
+            and _clause("==", bound.rpartition(".")[0] + ".*", key)
+    other = version_key(bound)
+    if op == "===" or "+" in bound or other is None:
+        return False
+    mine, theirs = key[:5], other[:5]
+    if op in ("==", "!="):
+        return (mine == theirs) == (op == "==")
+    if op == "<=":
+        return mine <= theirs
+    if op == ">=":
+        return mine >= theirs
+    same_release = key[:2] == other[:2]
+    flags, bound_flags = key[5], other[5]
+    if op == "<":  # "<V" admits no pre-release of V itself, unless V is one
+        return mine < theirs and not (same_release and flags[0] and not bound_flags[0])  # type: ignore[index]
+    # ">V" admits no post-release of V itself, unless V is one
+    return mine > theirs and not (same_release and flags[1] and not bound_flags[1])  # type: ignore[index]
 
 
 class Missing:
-    """Loader of a module that no finder has: its body is the stock import error."""
+    """Loader of a module that no finder has: its body is the stock import error.
+
+    Offered only where a stand-in patch passed its gates; if the engine then decides not
+    to stand in after all, the import fails exactly as without the shims.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -171,13 +432,16 @@ class HookedLoader:
 
     The real loader is handed back to ``module.__loader__`` and ``__spec__.loader``
     before the body runs, so the module, ``importlib.resources`` and ``pkgutil``
-    never see this wrapper.
+    never see this wrapper.  A namespace package gets the attributes the import
+    system gives one (``__file__`` None, its ``NamespaceLoader``).
     """
 
-    def __init__(self, loader: object, name: str, watcher: Watcher) -> None:
+    def __init__(self, loader: object, name: str, watcher: Watcher,
+                 is_namespace: bool = False) -> None:
         self.loader = loader
         self.name = name
         self.watcher = watcher
+        self.is_namespace = is_namespace
 
     def __getattr__(self, attr: str) -> object:
         return getattr(self.loader, attr)
@@ -192,6 +456,8 @@ class HookedLoader:
             spec = getattr(module, "__spec__", None)
             if spec is not None and spec.loader is self:
                 spec.loader = self.loader
+            if self.is_namespace:
+                module.__file__ = None  # type: ignore[attr-defined]
         except AttributeError:
             pass
         if _notify(self.name, "before", module) == "instead":
@@ -207,27 +473,28 @@ class HookedLoader:
         self.watcher.done(self.name)
 
 
-STATE: dict[str, object] = {}
-"""Per-process bootstrap state: ``toggles``, ``watcher``, ``origin``, ``problem``."""
-
-
 def _notify(name: str, phase: str, module: object,
             exc: "BaseException | None" = None) -> "str | None":
-    """Hand one loader event to the engine, importing it on first use.
+    """Hand one loader event to the engine (:data:`LISTENER`), importing it on first use.
 
     The engine may answer ``"instead"`` (a patch stands in for the module).
     ImportError raised on purpose (strict mode, a failed ``required`` patch) is what the
     user asked for and propagates; any other failure of ours is reported and swallowed
     so that the target module still imports.
     """
+    if BOOT.woke is None:
+        import time  # built into the interpreter: no file is read
+
+        BOOT.woke = time.perf_counter()
     try:
-        from . import engine as _engine
+        module_name, _, attr = LISTENER.partition(":")
+        __import__(module_name)
+        listener: Callable[..., str | None] = getattr(sys.modules[module_name], attr)
     except BaseException as err:  # a half-installed package must not break the import
         _complain_once(f"cannot load the patch engine ({type(err).__name__}: {err})")
         return None
     try:
-        answer: str | None = _engine.on_loader_event(name, phase, module, exc)
-        return answer
+        return listener(BOOT, name, phase, module, exc)
     except ImportError:
         raise
     except BaseException as err:
@@ -235,54 +502,167 @@ def _notify(name: str, phase: str, module: object,
         return None
 
 
+def _source_checkout() -> bool:
+    """Is this package run from a source checkout (``patches/`` and ``.git`` beside it)?"""
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.isdir(os.path.join(top, "patches")) and os.path.exists(
+        os.path.join(top, ".git"))
+
+
+def remedy() -> str:
+    """What to do about a damaged install: a command for developers only in a checkout."""
+    if _source_checkout():
+        return ("in this source checkout, run `python -m sglang_shims.catalog.codegen --write`"
+                " and `pip install -e .`")
+    return ("reinstall it with `pip install --force-reinstall sglang-shims`, or set"
+            " SGLANG_SHIMS=0 to run without it")
+
+
 def _complain_once(message: str) -> None:
-    if STATE.get("complained"):
+    if BOOT.complained:
         return
-    STATE["complained"] = True
+    BOOT.complained = True
     try:
         sys.stderr.write(f"sglang-shims: {message}; patches are not applied in this process."
-                         " Reinstall with `pip install --force-reinstall sglang-shims`,"
-                         " or set SGLANG_SHIMS=0 to silence this.\n")
+                         f" To fix it, {remedy()}.\n")
     except BaseException:
         pass
 
 
+def load_sibling(name: str) -> "ModuleType":
+    """Load ``sglang_shims.<name>`` from this folder without the import system's locks.
+
+    :func:`activate` may run inside a finder's ``find_spec`` (the ``.pth`` line's first
+    stage wakes it there), where the global import lock is held; importing through the
+    import system from there can deadlock against a thread that holds one of our module
+    locks.  A module already imported is returned as it is.
+    """
+    full = f"sglang_shims.{name}"
+    loaded = sys.modules.get(full)
+    if loaded is not None:
+        return loaded
+    external = sys.modules["_frozen_importlib_external"]
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    loader = external.SourceFileLoader(full, path)
+    spec = external.spec_from_file_location(full, path, loader=loader)
+    module: ModuleType = sys.modules["_frozen_importlib"].module_from_spec(spec)
+    sys.modules[full] = module
+    try:
+        loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(full, None)
+        raise
+    return module
+
+
+def extra_targets(value: str, limit: int = 1 << 16) -> "set[str]":
+    """Modules targeted by the manifests in ``SGLANG_SHIMS_PATH`` folders, read cheaply.
+
+    Only the ``[target]`` module line of each ``<folder>/<id>/manifest.toml`` is read (a
+    regular file, at most ``limit`` bytes, no link followed, never blocking): enough to know
+    which imports must wake the engine, which then vets the folders and parses the
+    manifests (a refused folder is reported then).  Relative entries are skipped here as
+    there.  The three TOML spellings are understood: a ``[target]`` table,
+    ``target.module = ...`` and ``target = {module = ...}``.
+    """
+    found: set[str] = set()
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    for entry in value.split(os.pathsep):
+        root = entry.strip()
+        if not os.path.isabs(root):
+            continue
+        try:
+            names = sorted(os.listdir(root))
+        except OSError:
+            continue
+        for name in names:
+            try:
+                fd = os.open(os.path.join(root, name, "manifest.toml"), flags)
+            except OSError:
+                continue
+            try:
+                if (os.fstat(fd).st_mode & 0o170000) != 0o100000:  # not a regular file
+                    continue
+                text = os.read(fd, limit).decode("utf-8", "replace")
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+            module = _target_of(text)
+            if module:
+                found.add(module)
+    return found
+
+
+def _target_of(text: str) -> "str | None":
+    """The ``[target] module`` value of a manifest's text, or None."""
+    in_target = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            in_target = line.replace(" ", "") == "[target]"
+            continue
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep:
+            continue
+        if key == "target" and value.strip().startswith("{"):
+            key, sep, value = value.strip()[1:].partition("module")
+            value = value.partition("=")[2]
+        elif not ((in_target and key == "module") or key == "target.module"):
+            continue
+        value = value.strip()
+        if value[:1] in ("'", '"'):
+            return value[1:value.find(value[0], 1)] or None
+    return None
+
+
+def _watch_set() -> "tuple[set[str], set[str]]":
+    """The module names to watch and those an enabled patch may stand in for."""
+    if any(name.startswith("SGLANG_SHIMS_") for name in os.environ):
+        # Only users who set a toggle pay for parsing them.
+        toggles_module = load_sibling("_toggles")
+        BOOT.toggles = toggles_module.Toggles()
+        enabled = set(toggles_module.watched_patches(BOOT.toggles))
+    else:
+        enabled = {pid for pid in TARGETS if pid not in OFF_BY_DEFAULT}
+    names = {TARGETS[pid] for pid in enabled}
+    stand_ins = {TARGETS[pid] for pid in enabled & STAND_INS}
+    extra = env("SGLANG_SHIMS_PATH")
+    if extra:
+        # Extra patch folders can target any module; only their target lines are read now.
+        names |= extra_targets(extra)
+    return names, stand_ins
+
+
 def activate(origin: str = "pth") -> None:
     """Install the watcher for the enabled patches; never raises."""
-    if STATE.get("origin"):
+    if BOOT.origin:
         return
-    STATE["origin"] = origin
+    BOOT.origin = origin
     try:
         if globally_off():
             return
-        if any(name.startswith("SGLANG_SHIMS_") for name in os.environ):
-            # Only users who set a toggle pay for parsing them.
-            from . import _toggles
-
-            toggles = _toggles.Toggles()
-            STATE["toggles"] = toggles
-            enabled = set(_toggles.watched_patches(toggles))
-        else:
-            enabled = {pid for pid, entry in PATCHES.items() if entry[1]}
-        names = {PATCHES[pid][0] for pid in enabled}
-        stand_ins = {PATCHES[pid][0] for pid in enabled if PATCHES[pid][3]}
-        if env("SGLANG_SHIMS_PATH"):
-            # Extra patch folders can target any module: their manifests must be read now.
-            from . import engine as _engine
-
-            names |= _engine.extra_watch_names()
-        watch(names, stand_ins)
+        watch(*_watch_set())
     except BaseException as exc:
-        STATE["problem"] = f"{type(exc).__name__}: {exc}"
-        _complain_later(str(STATE["problem"]))
+        BOOT.problem = f"{type(exc).__name__}: {exc}"
+        _complain_later(BOOT.problem)
+
+
+def active() -> "str | None":
+    """Who activated the shims in this process (None: nobody yet, nor will the .pth)."""
+    if BOOT.origin:
+        return BOOT.origin
+    if any(getattr(finder, PTH_MARK, False) for finder in sys.meta_path):
+        return "pth"  # the .pth line's first stage waits for a watched package
+    return None
 
 
 def watch(names: "set[str]", stand_ins: "set[str] | None" = None) -> None:
     """Watch more module names, (re)installing the single watcher if needed."""
-    watcher = STATE.get("watcher")
-    if not isinstance(watcher, Watcher):
-        watcher = Watcher(set())
-        STATE["watcher"] = watcher
+    watcher = BOOT.watcher
+    if watcher is None:
+        watcher = BOOT.watcher = Watcher(set())
     watcher.names |= names
     watcher.stand_ins |= stand_ins or set()
     if watcher.names and watcher not in sys.meta_path:
@@ -296,7 +676,7 @@ def start() -> None:
 
 def _complain_later(problem: str) -> None:
     """Report a start-up failure once, when a watched package is first imported."""
-    roots = {entry[0].partition(".")[0] for entry in PATCHES.values()}
+    roots = {target.partition(".")[0] for target in TARGETS.values()}
 
     class Complainer:
         def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:

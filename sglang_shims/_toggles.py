@@ -9,7 +9,7 @@ value) is collected for the engine to report, never raised.
 
 import os
 
-from ._bootstrap import OFF, PATCHES, env, globally_off
+from ._bootstrap import OFF, OFF_BY_DEFAULT, REQUIRED, TARGETS, env, globally_off
 
 ON = frozenset({"1", "true", "on", "yes"})
 PATCH_VAR_PREFIX = "SGLANG_SHIMS_PATCH_"
@@ -106,15 +106,16 @@ def watched_patches(toggles: Toggles) -> "list[str]":
     In strict mode a disabled ``required`` patch is watched too: importing its target
     must then fail loudly instead of running without it.
     """
-    return [patch_id for patch_id, (_, default, required, _) in PATCHES.items()
-            if toggles.decide(patch_id, default)[0] or (toggles.strict and required)]
+    return [patch_id for patch_id in TARGETS
+            if toggles.decide(patch_id, patch_id not in OFF_BY_DEFAULT)[0]
+            or (toggles.strict and patch_id in REQUIRED)]
 
 
 def watched_modules(toggles: Toggles) -> "dict[str, list[str]]":
     """Module name -> ids of the enabled built-in patches it triggers."""
     out: dict[str, list[str]] = {}
     for patch_id in watched_patches(toggles):
-        out.setdefault(PATCHES[patch_id][0], []).append(patch_id)
+        out.setdefault(TARGETS[patch_id], []).append(patch_id)
     return out
 
 

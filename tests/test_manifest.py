@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from sglang_shims.catalog import codegen as _index
+from sglang_shims.catalog import data as _data
 from sglang_shims.catalog import load as _catalog
 from sglang_shims.catalog.manifest import ManifestError, load_text, parse
 
@@ -81,7 +84,7 @@ def test_any_document_fails_cleanly(data: dict[str, object]) -> None:
 
 
 class TestShippedPatches:
-    catalog = _catalog.load()
+    catalog = _catalog.load(toml=True)
 
     def test_all_load(self) -> None:
         assert self.catalog.errors == {}
@@ -109,10 +112,53 @@ class TestShippedPatches:
         assert not stale, "run `python -m sglang_shims.catalog.codegen --write`: " + ", ".join(
             str(p) for p in stale)
 
-    def test_pth_is_one_import_line(self) -> None:
-        text = _index.PTH.read_text(encoding="utf-8")
-        assert text.count("\n") == 1 and text.startswith("import ")
+    def test_pth_is_a_comment_and_one_import_line(self) -> None:
+        comment, line, rest = _index.PTH.read_text(encoding="utf-8").split("\n")
+        assert comment.startswith("# sglang-shims") and "SGLANG_SHIMS=0" in comment
+        assert line.startswith("import ") and rest == ""
         assert re.match(r"^sglang_shims\._bootstrap:start\n$", _index.START.read_text())
+
+    def test_json_catalog_equals_the_parsed_manifests(self) -> None:
+        """What the engine reads when it wakes is what parsing every manifest gives."""
+        parsed = sorted(self.catalog.manifests, key=lambda m: m.id)
+        root = _catalog.builtin_root()
+        shipped = _data.read(root, check_digest=True)
+        assert shipped is not None, "catalog.json is stale: run the codegen"
+        assert [m.id for m in shipped] == [m.id for m in parsed]
+        for mine, theirs in zip(shipped, parsed, strict=True):
+            assert mine == theirs, mine.id
+            assert (mine.test_with, mine.folder) == (theirs.test_with, theirs.folder), mine.id
+        assert sorted(_catalog.load().manifests, key=lambda m: m.id) == parsed
+
+    def test_watch_table_is_readable_data(self) -> None:
+        from sglang_shims import _bootstrap
+
+        parsed = self.catalog.by_id()
+        assert {i: m.target for i, m in parsed.items()} == _bootstrap.TARGETS
+        assert {i for i, m in parsed.items() if not m.default} == _bootstrap.OFF_BY_DEFAULT
+        assert {i for i, m in parsed.items() if m.when == "instead"} == _bootstrap.STAND_INS
+        assert {i for i, m in parsed.items() if m.policy == "required"} == _bootstrap.REQUIRED
+
+
+def test_stale_json_in_a_checkout_falls_back_to_toml(tmp_path: Path) -> None:
+    """A source checkout whose catalog.json was not regenerated reads the TOML instead."""
+    root = tmp_path / "patches"
+    folder = root / "demo-patch"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(VALID)
+    assert _data.read(root, check_digest=True) is None  # made of other manifests
+    built = [load_text(VALID, "demo", folder)]
+    text = _data.render(built, root)
+    assert json.loads(text)["digest"] == _data.digest(root)
+    (folder / "manifest.toml").write_text(VALID.replace("test patch", "edited patch"))
+    assert json.loads(text)["digest"] != _data.digest(root)
+
+
+def test_json_round_trip_of_every_field() -> None:
+    m = load_text(VALID.replace('id = "demo-patch"',
+                                'id = "demo-patch"\ngpu = {capability = ">=12.0"}'), "demo")
+    back = _data.from_data(json.loads(json.dumps(_data.to_data(m))), None)
+    assert back == m and back.gpu == ">=12.0" and back.provides == m.provides
 
 
 @given(st.dictionaries(st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_|. ", min_size=1, max_size=20),

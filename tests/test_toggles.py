@@ -71,9 +71,9 @@ class TestPrecedence:
         assert t.decide(IDS[1], True)[0] is False
 
     def test_watched_modules_follow_toggles(self) -> None:
-        from sglang_shims._bootstrap import PATCHES
+        from sglang_shims._bootstrap import TARGETS
 
-        on_kernel = [pid for pid, entry in PATCHES.items() if entry[0] == "sgl_kernel"]
+        on_kernel = [pid for pid, target in TARGETS.items() if target == "sgl_kernel"]
         assert IDS[0] in on_kernel
         assert "sgl_kernel" in watched_modules(toggles())
         assert "sgl_kernel" in watched_modules(toggles(SGLANG_SHIMS_DISABLE=IDS[0])) \

@@ -1,15 +1,18 @@
-"""Generate what start-up reads without parsing manifests: the watch table and the .pth.
+"""Generate what start-up and waking read without parsing manifests.
 
-Interpreter start may only import the tiny bootstrap, which therefore cannot read
-TOML.  This module renders, from the built-in manifests:
+Interpreter start may only import ``sys`` and ``os``, and waking up should not parse 28
+TOML files, so this module renders, from the validated built-in manifests:
 
-* the watch table inside ``_bootstrap.py`` (between its BEGIN/END markers);
-* ``_activation/sglang_shims.pth``: one ``import`` line that checks ``SGLANG_SHIMS``
-  before importing anything and never raises;
+* the watch table inside ``_bootstrap.py`` (between its BEGIN/END markers): ``TARGETS``,
+  ``OFF_BY_DEFAULT``, ``REQUIRED``, ``STAND_INS``;
+* ``catalog/catalog.json``: every built-in manifest, read by the engine when it wakes;
+* ``_activation/sglang_shims.pth``: a comment line and one ``import`` line that checks
+  ``SGLANG_SHIMS`` and puts a one-line finder on ``sys.meta_path``; it imports nothing of
+  ours until a package one of our patches targets is imported, and never raises;
 * ``_activation/sglang_shims.start``: the PEP 829 entry point.
 
-``python -m sglang_shims.catalog.codegen --write`` regenerates them; ``--check`` exits 1 if any
-is stale (the test suite runs the check).
+``python -m sglang_shims.catalog.codegen --write`` regenerates them; ``--check`` exits 1 if
+any is stale (the test suite runs the check).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import data as _data
 from . import load as _catalog
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -26,82 +30,163 @@ PTH = PACKAGE / "_activation" / "sglang_shims.pth"
 START = PACKAGE / "_activation" / "sglang_shims.start"
 BEGIN = "# BEGIN GENERATED WATCH TABLE\n"
 END = "# END GENERATED WATCH TABLE\n"
+WIDTH = 100
 
-# What the .pth line runs, kept readable here and flattened by ``pth_line``.  The
-# kill switch is checked with ``os`` only (``site`` imported it already); the normal
-# path compiles four short lines.  If the bootstrap cannot be imported (a half-removed
-# install), FALLBACK -- compiled only then -- installs a finder that reports the problem
-# once, when sglang or the kernel is first imported.
-TRY = """\
-try:
-    import sglang_shims._bootstrap as _sglang_shims_boot
-    _sglang_shims_boot.activate("pth")
-except Exception as _sglang_shims_error:
-    exec({fallback!r})
+PTH_COMMENT = (
+    "# sglang-shims (https://pypi.org/project/sglang-shims): import-time fixes for sglang."
+    " The next line imports nothing; it puts a finder on sys.meta_path that loads"
+    " sglang_shims._bootstrap only when one of {roots} is imported."
+    " SGLANG_SHIMS=0 turns it off; `pip uninstall sglang-shims` removes this file.\n")
+
+# The first stage: a finder made of a lambda on a SimpleNamespace (no class to compile,
+# nothing to import).  It answers None for every name but the watched roots (any name but
+# sitecustomize/usercustomize when SGLANG_SHIMS_PATH is set, whose targets it cannot know);
+# on the first of those it runs WAKE, compiled only then.  ``d`` keeps sys.path as site had
+# it, so that the package is found where it is installed, not in the current directory.
+STAGE_ONE = (
+    'import os, sys; os.environ.get("SGLANG_SHIMS", "").strip().lower() in'
+    ' ("0", "false", "off", "no") or sys.meta_path.insert(0, type(sys.implementation)('
+    "sglang_shims_pth=True, find_spec=lambda n, p=None, t=None, r={roots},"
+    ' x=bool(os.environ.get("SGLANG_SHIMS_PATH", "").strip()), w={wake!r},'
+    ' d={{"site_path": sys.path[:]}}: (n in r or x and n not in ("sitecustomize", "usercustomize"))'
+    ' and (d.get("wake") or exec(w, d) or d["wake"])(n, p, t) or None))\n')
+
+# The second stage, run inside find_spec (the global import lock is held): it loads our
+# package (its __init__ imports nothing) and the bootstrap without the import system (no
+# module lock taken), activates it and lets the
+# real watcher answer for the name being imported.  If the bootstrap cannot be loaded (a
+# half-removed install), the problem is reported once, now or at the first watched import.
+# Nothing is removed from sys.meta_path here: the import system is iterating over it, and
+# removing an entry would make it skip the next finder; the first stage stays, inert.
+WAKE = """\
+import os, sys
+def wake(n, p, t):
+    global wake
+    wake = lambda n, p, t: None  # once: the watcher answers from now on
+    try:
+        b = sys.modules.get("sglang_shims._bootstrap")
+        if b is None:
+            x, y = sys.modules["_frozen_importlib_external"], sys.modules["_frozen_importlib"]
+            pkg = sys.modules.get("sglang_shims")
+            if pkg is None:
+                # where site found us: sys.path as it was when this line ran (never the
+                # current directory, which comes first later), else an editable finder
+                s = x.PathFinder.find_spec("sglang_shims", site_path)
+                for f in [] if s else list(sys.meta_path):
+                    s = f is not x.PathFinder and getattr(f, "find_spec", None) and \
+                        f.find_spec("sglang_shims", None)
+                    if s:
+                        break
+                pkg = sys.modules["sglang_shims"] = y.module_from_spec(s)
+                try:
+                    s.loader.exec_module(pkg)
+                except BaseException:
+                    del sys.modules["sglang_shims"]
+                    raise
+            name = "sglang_shims._bootstrap"
+            path = os.path.join(pkg.__path__[0], "_bootstrap.py")
+            loader = x.SourceFileLoader(name, path)
+            b = sys.modules[name] = y.module_from_spec(
+                x.spec_from_file_location(name, path, loader=loader))
+            try:
+                loader.exec_module(b)
+            except BaseException:
+                del sys.modules[name]
+                raise
+            pkg._bootstrap = b
+        b.activate("pth")
+    except Exception as e:
+        if any(getattr(f, "sglang_shims_missing", False) for f in sys.meta_path):
+            return None  # site read this file twice (seen with pyenv venvs): one reporter
+        problem = "%s: %s" % (type(e).__name__, e)
+        def complain(n, p=None, t=None):
+            if n in {roots} and not finder.done:
+                finder.done = True
+                sys.stderr.write("sglang-shims: start-up hook failed (%s); patches are not"
+                                 " applied in this process. To fix it, reinstall it with"
+                                 " `pip install --force-reinstall sglang-shims`, or set"
+                                 " SGLANG_SHIMS=0 to run without it.\\n" % problem)
+        finder = type(sys.implementation)(find_spec=complain, done=False,
+                                          sglang_shims_missing=True)
+        sys.meta_path.insert(0, finder)
+        return complain(n)
+    w = b.BOOT.watcher
+    return w.find_spec(n, p, t) if w is not None and w in sys.meta_path else None
 """
-FALLBACK = """\
-import sys as _sys
-class _SglangShimsMissing:
-    def __init__(self, problem):
-        self.problem = problem
-    def find_spec(self, name, path=None, target=None):
-        if name in {roots}:
-            import sys
-            if self in sys.meta_path:
-                sys.meta_path.remove(self)
-            sys.stderr.write("sglang-shims: start-up hook failed (%s); patches are not "
-                             "applied. Reinstall sglang-shims, or set SGLANG_SHIMS=0.\\n"
-                             % self.problem)
-# site may process this file twice (seen with pyenv venvs): install one reporter
-if not any(type(f).__name__ == "_SglangShimsMissing" for f in _sys.meta_path):
-    _sys.meta_path.insert(0, _SglangShimsMissing("%s: %s" % (
-        type(_sglang_shims_error).__name__, _sglang_shims_error)))
-"""
 
 
-def watch_table(catalog: _catalog.Catalog) -> dict[str, tuple[str, bool, bool, bool]]:
-    return {m.id: (m.target, m.default, m.policy == "required", m.when == "instead")
-            for m in sorted(catalog.manifests, key=lambda m: m.id) if m.source == "builtin"}
+def _set(names: set[str] | list[str]) -> str:
+    return "frozenset({" + ", ".join(f'"{n}"' for n in sorted(names)) + "})" if names \
+        else "frozenset()"
 
 
-def render_table(table: dict[str, tuple[str, bool, bool, bool]]) -> str:
-    lines = [BEGIN,
-             "# patch id -> (module whose import triggers it, on by default, policy is required,\n",
-             "#              stands in for the module)\n",
-             "PATCHES: dict[str, tuple[str, bool, bool, bool]] = {\n"]
-    for pid, (mod, default, required, instead) in table.items():
-        entry = f"    {pid!r}: ({mod!r}, {default}, {required}, {instead}),\n".replace("'", '"')
-        if len(entry) > 100:  # keep the generated module inside the project's line length
-            entry = (f"    {pid!r}: (\n        {mod!r},\n        {default}, {required}, {instead},"
-                     f"\n    ),\n").replace("'", '"')
+def _declare(name: str, ids: list[str]) -> str:
+    """``NAME = frozenset({...})``; an empty one is annotated, for mypy's sake."""
+    if not ids:
+        return f"{name}: frozenset[str] = frozenset()\n"
+    text = f"{name} = {_set(ids)}\n"
+    if len(text) > WIDTH:
+        text = f"{name} = frozenset({{\n" + "".join(f'    "{i}",\n' for i in ids) + "})\n"
+    return text
+
+
+def render_table(catalog: _catalog.Catalog) -> str:
+    """The generated block of ``_bootstrap.py``: data a reader can read, no positions."""
+    builtin = sorted((m for m in catalog.manifests if m.source == "builtin"), key=lambda m: m.id)
+    lines = [BEGIN, "# patch id -> the module whose import triggers it\n", "TARGETS = {\n"]
+    for m in builtin:
+        entry = f'    "{m.id}": "{m.target}",\n'
+        if len(entry) > WIDTH:
+            entry = f'    "{m.id}":\n        "{m.target}",\n'
         lines.append(entry)
+    lines.append("}\n")
+    for name, ids, why in (
+            ("OFF_BY_DEFAULT", [m.id for m in builtin if not m.default],
+             "on only when a toggle turns them on"),
+            ("REQUIRED", [m.id for m in builtin if m.policy == "required"],
+             "policy = \"required\": a failure stops the import"),
+            ("STAND_INS", [m.id for m in builtin if m.when == "instead"],
+             "may stand in for their whole target module")):
+        lines += [f"# {why}\n", _declare(name, ids)]
+    lines.append("# stand-in patch id -> (target, its version gates): checked by the finder\n"
+                 "# before it offers a module that is not installed (Watcher.admits)\n"
+                 "STAND_IN_GATES = {\n")
+    for m in builtin:
+        if m.when == "instead":
+            gates = tuple((" | ".join(g.dists), g.spec) for g in m.requires)
+            lines.append(f"    {m.id!r}: {(m.target, gates)!r},\n".replace("'", '"'))
     lines += ["}\n", END]
     return "".join(lines)
 
 
-def pth_line(roots: set[str]) -> str:
-    fallback = FALLBACK.replace("{roots}", repr(sorted(roots)).replace("[", "{").replace("]", "}"))
-    code = TRY.format(fallback=fallback)
-    return ('import os; os.environ.get("SGLANG_SHIMS", "").strip().lower() in '
-            f'("0", "false", "off", "no") or exec({code!r})\n')
+def roots_of(catalog: _catalog.Catalog) -> list[str]:
+    return sorted({m.target.partition(".")[0] for m in catalog.manifests
+                   if m.source == "builtin"})
+
+
+def pth_text(roots: list[str]) -> str:
+    literal = _set(roots)
+    wake = WAKE.replace("{roots}", literal)
+    return (PTH_COMMENT.format(roots=", ".join(roots))
+            + STAGE_ONE.format(roots=literal, wake=wake))
 
 
 def expected(catalog: _catalog.Catalog) -> dict[Path, str]:
     """The generated files' intended contents."""
-    table = watch_table(catalog)
     text = BOOTSTRAP.read_text(encoding="utf-8")
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END)
-    roots = {entry[0].partition(".")[0] for entry in table.values()}
+    builtin = [m for m in catalog.manifests if m.source == "builtin"]
     return {
-        BOOTSTRAP: head + render_table(table) + tail,
-        PTH: pth_line(roots),
+        BOOTSTRAP: head + render_table(catalog) + tail,
+        _data.CATALOG_JSON: _data.render(builtin, _catalog.builtin_root()),
+        PTH: pth_text(roots_of(catalog)),
         START: "sglang_shims._bootstrap:start\n",
     }
 
 
 def stale(catalog: _catalog.Catalog | None = None) -> list[Path]:
-    catalog = catalog or _catalog.load(include_builtin=True)
+    catalog = catalog or _catalog.load(toml=True)
     out = []
     for path, content in expected(catalog).items():
         current = path.read_text(encoding="utf-8") if path.exists() else None
@@ -112,11 +197,11 @@ def stale(catalog: _catalog.Catalog | None = None) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sglang_shims.catalog.codegen",
-                                     description=__doc__.split("\n\n")[0])
+                                     description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="regenerate the files")
     parser.add_argument("--check", action="store_true", help="exit 1 if any file is stale")
     args = parser.parse_args(argv)
-    catalog = _catalog.load()
+    catalog = _catalog.load(toml=True)
     if catalog.errors:
         for folder, error in catalog.errors.items():
             print(f"{folder}: {error}", file=sys.stderr)

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from .. import _trust
+from . import data as _data
 from .manifest import Manifest, ManifestError, load_text
 
 MANIFEST = "manifest.toml"
@@ -123,16 +124,28 @@ def _patch_folders(root: Path) -> list[Path]:
         return []
 
 
-def load(extra_path: str | None = None, include_builtin: bool = True) -> Catalog:
-    """Read every manifest; a broken one is recorded in ``errors``, never raised."""
+def load(extra_path: str | None = None, include_builtin: bool = True,
+         toml: bool = False) -> Catalog:
+    """Read every manifest; a broken one is recorded in ``errors``, never raised.
+
+    The built-in patches come from the generated ``catalog.json`` unless ``toml`` (what
+    ``codegen`` does) or the JSON cannot be used: then their TOML is parsed as well.
+    """
     catalog = Catalog()
     sources: list[tuple[Path, str]] = []
+    seen: dict[str, str] = {}
     if include_builtin:
-        sources.append((builtin_root(catalog.warnings), "builtin"))
+        root = builtin_root(catalog.warnings)
+        shipped = None if toml else _data.read(root, check_digest=not root.is_relative_to(
+            Path(__file__).resolve().parents[1]))
+        if shipped is None:
+            sources.append((root, "builtin"))
+        else:
+            catalog.manifests += shipped
+            seen.update((m.id, str(m.folder)) for m in shipped)
     roots, refused = extra_roots(extra_path)
     catalog.warnings += refused
     sources.extend((root, str(root)) for root in roots)
-    seen: dict[str, str] = {}
     for root, source in sources:
         for folder in _patch_folders(root):
             where = str(folder / MANIFEST)

@@ -11,36 +11,47 @@ back on failure, records the outcome (:mod:`_report`) and, in strict mode or for
 from __future__ import annotations
 
 import atexit
+import logging
+import os
 import threading
+import time
 import traceback
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
 from .. import _bootstrap, _toggles
+from .._errors import ShimImportError
 from ..catalog import load as _catalog
 from ..catalog.manifest import Manifest, Provide
 from . import log as _log
 from . import record as _report
 from .gates import Environment
 from .journal import PatchContext, Retired, restore, snapshot, where_in_patch
-from .judge import assess
+from .judge import Assessment, assess
 from .proxy import OptionalSymbol
-
-
-class ShimImportError(ImportError):
-    """A patch that had to work did not (strict mode, or policy ``required``)."""
+from .record import State
 
 
 class Engine:
-    def __init__(self) -> None:
-        state = _bootstrap.STATE
-        self.origin = str(state.get("origin") or "install")
-        toggles = state.get("toggles")
-        self.toggles = toggles if isinstance(toggles, _toggles.Toggles) else _toggles.Toggles()
-        self.log, level_problem = _log.configure()
+    """Judges, applies and records the patches of one process.
+
+    It receives everything it works from -- the bootstrap's :class:`~sglang_shims._bootstrap.Boot`,
+    the catalog, the toggles, the environment -- and touches nothing global while being
+    built, so tests build one in-process; :func:`get` builds the process's own and adds
+    what belongs to a process (the log handler, the ``atexit`` report).
+    """
+
+    def __init__(self, boot: _bootstrap.Boot, catalog: _catalog.Catalog,
+                 toggles: _toggles.Toggles, env: Environment | None = None,
+                 log: logging.Logger | None = None) -> None:
+        self.boot = boot
+        self.origin = boot.origin or "install"
+        self.toggles = toggles
+        self.log = log or logging.getLogger("sglang_shims")
         self.lock = threading.RLock()
-        self.env = Environment()
-        self.catalog = _catalog.load(_bootstrap.env("SGLANG_SHIMS_PATH"))
+        self.env = env or Environment()
+        self.catalog = catalog
         self.manifests = self.catalog.by_id()
         self.records: dict[str, _report.Record] = {}
         self.enabled: dict[str, tuple[bool, str]] = {}
@@ -50,28 +61,41 @@ class Engine:
         self.standing_in: dict[str, tuple[Manifest, str]] = {}
         self.order: list[str] = []
         self.running: set[str] = set()
+        self.loading: set[str] = set()  # watched modules whose body our loader is running
+        self.specs: dict[str, object] = {}  # patch id -> its target's __spec__ when applied
         self.summarised = False
         self.report_problem = False
         self.invalid_reported = False
+        self.timing: dict[str, float] = {"judge_ms": 0.0}
         for manifest in self.manifests.values():
             on, by = self.toggles.decide(manifest.id, manifest.default)
             self.enabled[manifest.id] = (on, by)
             self.records[manifest.id] = self._fresh(manifest, on, by)
         for folder, error in self.catalog.errors.items():
-            self.records[folder] = _report.Record(folder, "failed", error)
+            self.records[folder] = _report.Record(folder, State.FAILED, error)
         self.warnings = list(self.toggles.problems)
-        if level_problem:
-            self.warnings.append(level_problem)
         self.warnings += self.toggles.unknown(list(self.manifests) + list(self.catalog.errors))
         self.warnings += self.catalog.warnings
         self.warnings += self._stale_table()
+
+    def announce(self, extra: list[str]) -> None:
+        """Log the warnings gathered while building (once, when the process's engine wakes)."""
+        self.warnings += extra
         for warning in self.warnings:
             self.log.warning("%s", warning)
         for folder, error in self.catalog.errors.items():
             self.log.warning("patch %s not loaded: %s", folder, error)
-        atexit.register(self.at_exit)
-        if _report.report_dir():  # resolved now, before the program can change directory
-            self._follow_process_title()
+
+    def judge(self, manifest: Manifest, enabled: bool, by: str,
+              live: ModuleType | None = None) -> Assessment:
+        """:func:`assess` one patch, timed into the record and ``timing["judge_ms"]``."""
+        start = time.perf_counter()
+        try:
+            return assess(manifest, self.env, enabled, by, live)
+        finally:
+            spent = (time.perf_counter() - start) * 1000
+            self.records[manifest.id].judge_ms += spent
+            self.timing["judge_ms"] += spent
 
     # -- state ---------------------------------------------------------------------------
 
@@ -84,32 +108,91 @@ class Engine:
             when=manifest.when, policy=manifest.policy, source=manifest.source)
 
     def _stale_table(self) -> list[str]:
-        table = {m.id: (m.target, m.default, m.policy == "required", m.when == "instead")
-                 for m in self.manifests.values() if m.source == "builtin"}
-        if table != _bootstrap.PATCHES:
-            return ["the bootstrap watch table does not match the shipped manifests;"
-                    " run `python -m sglang_shims.catalog.codegen --write`"
-                    " (a development install?)"]
+        """The start-up table and the catalog are generated together; differing, one of
+        them was not regenerated (a checkout) or the install is damaged."""
+        builtin = [m for m in self.manifests.values() if m.source == "builtin"]
+        if ({m.id: m.target for m in builtin} != _bootstrap.TARGETS
+                or {m.id for m in builtin if not m.default} != _bootstrap.OFF_BY_DEFAULT
+                or {m.id for m in builtin if m.policy == "required"} != _bootstrap.REQUIRED
+                or {m.id for m in builtin if m.when == "instead"} != _bootstrap.STAND_INS):
+            return ["the start-up watch table does not match the built-in patches, so some may"
+                    f" not be applied when their module is imported; to fix it,"
+                    f" {_bootstrap.remedy()}"]
         return []
 
     def status(self) -> dict[str, dict[str, Any]]:
-        import sys
-
         with self.lock:
             out = {}
-            for patch_id, record in self.records.items():
+            for patch_id, record in self.observed().items():
                 entry = record.as_dict()
-                ctx = self.contexts.get(patch_id)
-                current = sys.modules.get(record.target)
-                if ctx is not None and current is not None and current is not ctx.module:
-                    # importlib.reload() or a re-import made a new, stock module object
-                    entry["stale"] = True
-                    entry["notes"] = [*entry["notes"], f"{record.target} was imported again"
-                                      " after this patch was applied; the new module is stock"]
                 entry["proxies"] = {name: proxy.report() for name, proxy in self.proxies.items()
                                     if proxy.patch_id == patch_id}
                 out[patch_id] = entry
             return out
+
+    def observed(self) -> dict[str, _report.Record]:
+        """The records, checked against the modules as they are now.
+
+        A record says what the engine did; the process may have undone it since, or
+        never let us see the import.  ``applied`` becomes ``stale`` when the target was
+        re-executed (``importlib.reload`` gives the module a new ``__spec__``) or
+        replaced in ``sys.modules``; ``pending`` becomes ``bypassed`` when the target is
+        imported although our loader never ran for it.
+        """
+        import sys
+
+        with self.lock:
+            return {patch_id: self._observe(patch_id, record, sys.modules.get(record.target))
+                    for patch_id, record in self.records.items()}
+
+    def _observe(self, patch_id: str, record: _report.Record,
+                 current: ModuleType | None) -> _report.Record:
+        if current is not None and record.state == "applied":
+            why = self._stale(patch_id, record.target, current)
+            return replace(record, state=State.STALE, reason=why) if why else record
+        if current is not None and record.state == "pending":
+            if record.target in self.loading:
+                return replace(record, reason=f"{record.target} is being imported")
+            return replace(record, state=State.BYPASSED,
+                           reason=self._bypassed(record.target, current))
+        return record
+
+    def _stale(self, patch_id: str, target: str, current: ModuleType) -> str:
+        ctx = self.contexts.get(patch_id)
+        if ctx is None:
+            return ""
+        if current is not ctx.module:
+            return (f"{target} was imported again after this patch was applied (a new module"
+                    " object replaced the patched one in sys.modules); the new module is stock")
+        if getattr(current, "__spec__", None) is not self.specs.get(patch_id):
+            return (f"{target} was executed again after this patch was applied"
+                    " (importlib.reload()); what the patch changed in it is gone")
+        return ""
+
+    def _bypassed(self, target: str, module: ModuleType) -> str:
+        """Why ``target`` is imported but its patch never ran: who loaded it, and where
+        our finder stood."""
+        import sys
+
+        loader = getattr(getattr(module, "__spec__", None), "loader", None) \
+            or getattr(module, "__loader__", None)
+        who = "an unknown loader" if loader is None else \
+            f"{type(loader).__module__}.{type(loader).__qualname__}"
+        watcher = self.watcher()
+        finders = list(sys.meta_path)
+        if watcher is None or watcher not in finders:
+            where = "the shims' finder is not on sys.meta_path"
+        else:
+            ahead = [f"{type(f).__module__}.{type(f).__qualname__}"
+                     for f in finders[:finders.index(watcher)]]
+            where = ("finders ahead of the shims' on sys.meta_path: " + ", ".join(ahead)
+                     if ahead else "it was imported before the shims' finder saw it"
+                     " (before start-up activation, or by a loader that skips sys.meta_path)")
+        return (f"{target} was imported without the shims' hook (loaded by {who}; {where});"
+                " this patch did not act. sglang_shims.install() applies it late")
+
+    def watcher(self) -> _bootstrap.Watcher | None:
+        return self.boot.watcher
 
     # -- events --------------------------------------------------------------------------
 
@@ -127,6 +210,10 @@ class Engine:
                                   f" {problems}")
         if name == "setproctitle" and phase == "after":
             self._wrap_title(module)
+        if phase == "before":
+            self.loading.add(name)
+        elif phase == "error":
+            self.loading.discard(name)
         answer = None
         if phase == "before":
             answer = self._stand_in_before(name, module)
@@ -148,8 +235,10 @@ class Engine:
             self._real_module_served(name)
         for manifest in self.triggered_by(name, phase):
             self.run(manifest, module)
-        watcher = _bootstrap.STATE.get("watcher")
-        if phase == "after" and isinstance(watcher, _bootstrap.Watcher) and not watcher.names:
+        if phase == "after":
+            self.loading.discard(name)
+        watcher = self.boot.watcher
+        if phase == "after" and watcher is not None and not watcher.names:
             self.summarise()
         return answer
 
@@ -162,7 +251,7 @@ class Engine:
             record = self.records[manifest.id]
             if not on or record.state != "pending":
                 continue
-            judged = assess(manifest, self.env, on, by)
+            judged = self.judge(manifest, on, by)
             if judged.state != "would-apply":
                 self._set(manifest, judged.state, judged.reason, gates=judged.gates)
                 continue
@@ -219,6 +308,7 @@ class Engine:
                 f" ({reason}): {type(exc).__name__}: {exc}") from exc
         with self.lock:
             self.contexts[manifest.id] = ctx
+            self.specs[manifest.id] = getattr(module, "__spec__", None)
             self.order.append(manifest.id)
         self._set(manifest, "applied", f"standing in for {name}: {reason}",
                   changes=ctx.changes, notes=ctx.notes)
@@ -253,8 +343,6 @@ class Engine:
         return self.toggles.strict and manifest.policy == "required"
 
     def _set(self, manifest: Manifest, state: str, reason: str, **extra: Any) -> None:
-        import time
-
         record = self.records[manifest.id]
         record.state, record.reason, record.at = state, reason, time.time()
         for key, value in extra.items():
@@ -265,7 +353,7 @@ class Engine:
     def _decide_and_apply(self, manifest: Manifest, module: ModuleType, late: bool) -> None:
         on, by = self.enabled[manifest.id]
         live = module if manifest.when == "after" else None
-        judged = assess(manifest, self.env, on, by, live)
+        judged = self.judge(manifest, on, by, live)
         if judged.state != "would-apply":
             self._set(manifest, judged.state, judged.reason, gates=judged.gates)
             return
@@ -303,6 +391,7 @@ class Engine:
             return
         with self.lock:
             self.contexts[manifest.id] = ctx
+            self.specs[manifest.id] = getattr(module, "__spec__", None)
             self.order.append(manifest.id)
         reason = judged.reason + (" (late: target was imported before install())" if late else "")
         self._set(manifest, "applied", reason, gates=judged.gates, late=late,
@@ -390,8 +479,8 @@ class Engine:
                 manifest = self.manifests[patch_id]
                 self._set(manifest, "reverted", "undone by sglang_shims.revert()")
             self.order.clear()
-            watcher = _bootstrap.STATE.pop("watcher", None)
-            if isinstance(watcher, _bootstrap.Watcher):
+            watcher, self.boot.watcher = self.boot.watcher, None
+            if watcher is not None:
                 watcher.uninstall()
         self.write_report()
         return errors
@@ -437,7 +526,7 @@ class Engine:
         if self.summarised:
             return
         self.summarised = True
-        self.log.info("%s [origin %s, role %s]", _report.summary(self.records), self.origin,
+        self.log.info("%s [origin %s, role %s]", _report.summary(self.observed()), self.origin,
                       _report.role())
 
     def write_report(self) -> None:
@@ -445,7 +534,7 @@ class Engine:
         if not directory:
             return
         try:
-            data = _report.payload(self.records, self.origin, self.warnings)
+            data = _report.payload(self.observed(), self.origin, self.warnings, self.timing)
             for patch_id, entry in self.status().items():
                 data["patches"][patch_id]["proxies"] = entry["proxies"]
             _report.write(directory, data)
@@ -458,31 +547,79 @@ class Engine:
         self.summarise()
         self.write_report()
 
+    def forked(self) -> None:
+        """Run in a fork child right after ``os.fork()``: report it, honestly labelled.
+
+        A fork child inherits the parent's patched modules and this engine, but not the
+        chance to report: multiprocessing's fork children leave through ``os._exit``,
+        which skips ``atexit``.  So the child writes its report now, marked as the state
+        inherited from its parent; in a multiprocessing child it writes again, as its
+        own, when the child's work is done (multiprocessing's exit finalizers do run).
+        """
+        import sys
+
+        self.lock = threading.RLock()  # a parent thread may have held it during fork
+        parent = os.getppid()
+        _report.note_fork(parent, inherited=True)
+        self.write_report()
+        _report.note_fork(parent, inherited=False)
+        mp_util = sys.modules.get("multiprocessing.util")
+        if mp_util is not None:
+            # runs once multiprocessing has set up the child (its name, its finalizers)
+            mp_util.register_after_fork(self, _report_at_child_exit)
+
+
+def _report_at_child_exit(engine: Engine) -> None:
+    import multiprocessing.util as mp_util
+
+    mp_util.Finalize(None, engine.at_exit, exitpriority=-100)
+
+
+def _after_fork_in_child() -> None:
+    if _engine is not None:
+        try:
+            _engine.forked()
+        except Exception:  # never break the user's fork
+            pass
+
 
 _lock = threading.Lock()
 _engine: Engine | None = None
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def get() -> Engine:
+def get(boot: _bootstrap.Boot | None = None) -> Engine:
+    """The process's engine, built on first use from the bootstrap's state.
+
+    Besides building it, this is where a process gets what only the process's own engine
+    should have: our log handler, the warnings on stderr, the ``atexit`` report, and the
+    wake-up time (``timing["wake_ms"]``, from the first watched import to here).
+    """
     global _engine
     if _engine is None:
         with _lock:
             if _engine is None:
-                _engine = Engine()
+                boot = boot or _bootstrap.BOOT
+                log, level_problem = _log.configure()
+                toggles = boot.toggles if isinstance(boot.toggles, _toggles.Toggles) \
+                    else _toggles.Toggles()
+                engine = Engine(boot, _catalog.load(_bootstrap.env("SGLANG_SHIMS_PATH")),
+                                toggles, log=log)
+                engine.announce([level_problem] if level_problem else [])
+                atexit.register(engine.at_exit)
+                if _report.report_dir():  # resolved now, before the program can change directory
+                    engine._follow_process_title()
+                if boot.woke is not None:
+                    engine.timing["wake_ms"] = (time.perf_counter() - boot.woke) * 1000
+                _engine = engine
     return _engine
 
 
-def on_loader_event(name: str, phase: str, module: Any,
+def on_loader_event(boot: _bootstrap.Boot, name: str, phase: str, module: Any,
                     exc: BaseException | None) -> str | None:
-    return get().on_event(name, phase, module, exc)
-
-
-def extra_watch_names() -> set[str]:
-    """Targets of the enabled patches (any folder): called at start-up when
-    ``SGLANG_SHIMS_PATH`` is set, since the built-in table cannot know them."""
-    engine = get()
-    return {m.target for m in engine.manifests.values()
-            if m.source != "builtin" and engine.enabled[m.id][0]}
+    """:data:`sglang_shims._bootstrap.LISTENER`: one event of a watched module's loader."""
+    return get(boot).on_event(name, phase, module, exc)
 
 
 def install(origin: str = "install") -> dict[str, dict[str, Any]]:

@@ -24,13 +24,10 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from .. import _bootstrap
+from .._errors import ConflictError
 from ..catalog.manifest import Manifest
 
 _MISSING = object()
-
-
-class ConflictError(RuntimeError):
-    """Two patches tried to change the same attribute, key or variable in one process."""
 
 
 class Retired(Exception):

@@ -22,11 +22,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .._errors import MissingSymbolError
+
 log = logging.getLogger("sglang_shims")
-
-
-class MissingSymbolError(RuntimeError):
-    """A proxied name was called, and nothing can stand in for it."""
 
 
 class OptionalSymbol:

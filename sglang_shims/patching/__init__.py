@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from .._errors import MissingSymbolError
 from ..engine.journal import PatchContext, Retired
-from ..engine.proxy import MissingSymbolError, OptionalSymbol
+from ..engine.proxy import OptionalSymbol
 from .calls import Argument, argument, temporarily
 from .classes import module_level
 from .transformers5 import keep_as_class_attributes, tie_nothing
