@@ -14,7 +14,7 @@ import site
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +36,21 @@ except ImportError:  # hypothesis is a test extra; its tests skip without it
     pass
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every subprocess of the suite gets this session's temp dir (TMPDIR), so what it puts
+    under the temp dir -- the launcher's default report folder, say -- never lands in the
+    shared /tmp, where a user's ``sglang-shims status`` would find it."""
+    path = tmp_path_factory.mktemp("tmpdir")
+    old = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = old
 ACTIVATE = "import sglang_shims._bootstrap as _b; _b.activate('test')\n"
 
 # Test harness only: one H100 as far as sglang's import-time checks can tell.  Prepended to

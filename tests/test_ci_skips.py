@@ -109,3 +109,13 @@ def test_skips_stay_skips_outside_ci(tmp_path: Path, text: str, code: int, summa
     result = _pytest(tmp_path, text, ci=False)
     assert result.returncode == code, result.stdout
     assert summary in result.stdout, result.stdout
+
+
+def test_subprocesses_use_the_sessions_temp_dir(tmp_path_factory: pytest.TempPathFactory
+                                                ) -> None:
+    """Nothing a test's subprocess puts under the temp dir lands in the shared /tmp."""
+    result = subprocess.run([sys.executable, "-c", "import tempfile; print(tempfile.gettempdir())"],
+                            env=clean_env(), capture_output=True, text=True, check=True)
+    temp = Path(result.stdout.strip())
+    assert temp.is_relative_to(tmp_path_factory.getbasetemp().parent), temp
+    assert temp != Path("/tmp")
