@@ -119,3 +119,13 @@ def test_subprocesses_use_the_sessions_temp_dir(tmp_path_factory: pytest.TempPat
     temp = Path(result.stdout.strip())
     assert temp.is_relative_to(tmp_path_factory.getbasetemp().parent), temp
     assert temp != Path("/tmp")
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """The line the README gives a new user is the line CI runs, and it installs the
+    requirements the suite needs (torch, sglang's runtime dependencies) itself."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    (line,) = [ln for ln in readme.splitlines() if ln.endswith("&& python -m pytest")]
+    assert "-r tests/requirements/serving.txt" in line and "'.[test]'" in line
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert ci[-1] == line
