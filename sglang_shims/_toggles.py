@@ -13,6 +13,18 @@ from ._bootstrap import OFF, OFF_BY_DEFAULT, REQUIRED, TARGETS, env, globally_of
 
 ON = frozenset({"1", "true", "on", "yes"})
 PATCH_VAR_PREFIX = "SGLANG_SHIMS_PATCH_"
+KNOWN_VARS = frozenset({
+    "SGLANG_SHIMS", "SGLANG_SHIMS_DISABLE", "SGLANG_SHIMS_ENABLE", "SGLANG_SHIMS_STRICT",
+    "SGLANG_SHIMS_LOG", "SGLANG_SHIMS_REPORT_DIR", "SGLANG_SHIMS_PATH",
+    "SGLANG_SHIMS_GPU_CAPABILITY", "SGLANG_SHIMS_FILE_URI_ROOTS", "SGLANG_SHIMS_KERNEL_BACKEND",
+    # set by us for child processes, or by the test tooling
+    "SGLANG_SHIMS_LAUNCH_PREFIX", "SGLANG_SHIMS_TRITON_PTXAS", "SGLANG_SHIMS_CI",
+    "SGLANG_SHIMS_WHEEL_CACHE",
+})
+"""Every ``SGLANG_SHIMS_*`` name read anywhere (plus ``SGLANG_SHIMS_PATCH_<ID>``)."""
+KERNEL_BACKENDS = ("triton", "torch")
+SHOWN = 5
+"""At most this many unknown names are quoted in one warning: the message stays bounded."""
 
 
 def patch_var(patch_id: str) -> str:
@@ -36,7 +48,8 @@ class Toggles:
     the engine wakes, next to the patches they concern.
     """
 
-    __slots__ = ("all_off", "disable", "enable", "per_patch", "problems", "strict")
+    __slots__ = ("all_off", "disable", "enable", "per_patch", "problems", "strict",
+                 "unknown_vars")
 
     def __init__(self, environ: "dict[str, str] | os._Environ[str] | None" = None) -> None:
         environ = os.environ if environ is None else environ
@@ -54,9 +67,25 @@ class Toggles:
         self.strict = strict is not None and strict.lower() in ON
         if strict is not None and strict.lower() not in ON | OFF:
             self.problems.append(f"SGLANG_SHIMS_STRICT={strict!r} is not 0/1; strict mode is off")
+        backend = env("SGLANG_SHIMS_KERNEL_BACKEND", environ)
+        if backend is not None and backend.lower() not in KERNEL_BACKENDS:
+            self.problems.append(
+                f"SGLANG_SHIMS_KERNEL_BACKEND={_short(backend)} is not one of"
+                f" {', '.join(KERNEL_BACKENDS)}; the fallback kernels use triton")
+        capability = env("SGLANG_SHIMS_GPU_CAPABILITY", environ)
+        if capability is not None and not all(
+                major.isdigit() and (not minor or minor.isdigit())
+                for major, _, minor in (part.partition(".")
+                                        for part in capability.replace(",", " ").split())):
+            self.problems.append(
+                f"SGLANG_SHIMS_GPU_CAPABILITY={_short(capability)} is not a list of compute"
+                " capabilities like 12.0 or 9.0,12.0")
         self.per_patch: dict[str, bool] = {}
+        self.unknown_vars: list[str] = []
         for name, raw in environ.items():
             if not name.startswith(PATCH_VAR_PREFIX):
+                if name.startswith("SGLANG_SHIMS") and name not in KNOWN_VARS:
+                    self.unknown_vars.append(name)
                 continue
             value = raw.strip().lower()
             if not value:
@@ -66,7 +95,7 @@ class Toggles:
             elif value in OFF:
                 self.per_patch[name] = False
             else:
-                self.problems.append(f"{name}={raw!r} is not 0 or 1; ignored")
+                self.problems.append(f"{name}={_short(raw)} is not 0 or 1; ignored")
 
     def decide(self, patch_id: str, default: bool) -> "tuple[bool, str]":
         """Return (enabled, which setting decided it) for one patch."""
@@ -84,20 +113,57 @@ class Toggles:
         return default, "default"
 
     def unknown(self, known_ids: "list[str]") -> "list[str]":
-        """Messages for every toggle that names no known patch, listing the known ids."""
+        """One bounded line per kind of mistake: unknown ids in each list, per-patch
+        variables that match no patch, unknown ``SGLANG_SHIMS_*`` names, ids in both lists.
+
+        Called when the engine wakes (never at start-up): ``difflib`` suggests the
+        nearest known name.
+        """
         known = {i.lower() for i in known_ids}
         known_vars = {patch_var(i) for i in known_ids}
-        listing = ", ".join(sorted(known_ids)) or "(none)"
         out: list[str] = []
         for var_name, ids in (("SGLANG_SHIMS_DISABLE", self.disable),
                               ("SGLANG_SHIMS_ENABLE", self.enable)):
-            out.extend(f"{var_name} names unknown patch {i!r}; known ids: {listing}"
-                       for i in ids if i not in known)
-        out.extend(f"{var} matches no known patch; known ids: {listing}"
-                   for var in sorted(self.per_patch) if var not in known_vars)
-        out.extend(f"patch {i!r} is in both SGLANG_SHIMS_ENABLE and SGLANG_SHIMS_DISABLE;"
-                   " it stays disabled" for i in self.enable if i in self.disable)
+            wrong = list(dict.fromkeys(i for i in ids if i not in known))
+            if wrong:
+                out.append(f"{var_name} names {_count(wrong, 'unknown patch id')}:"
+                           f" {_suggest(wrong, sorted(known))}; `sglang-shims list` shows"
+                           " the known ids")
+        wrong = [var for var in sorted(self.per_patch) if var not in known_vars]
+        if wrong:
+            out.append(f"per-patch variables matching no known patch:"
+                       f" {_suggest(wrong, sorted(known_vars))}")
+        if self.unknown_vars:
+            out.append("unknown variables (sglang-shims does not read them):"
+                       f" {_suggest(sorted(self.unknown_vars), sorted(KNOWN_VARS))}")
+        both = [i for i in dict.fromkeys(self.enable) if i in self.disable and i in known]
+        if both:
+            out.append(f"{_count(both, 'patch', 'patches')} in both SGLANG_SHIMS_ENABLE and"
+                       f" SGLANG_SHIMS_DISABLE stay disabled: {_suggest(both, [])}")
         return out
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """``repr`` of a value, cut to ``limit`` characters: a message never grows with input."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[:limit - 4] + "...'"
+
+
+def _count(items: "list[str]", one: str, many: str = "") -> str:
+    return f"{len(items)} {one if len(items) == 1 else (many or one + 's')}"
+
+
+def _suggest(names: "list[str]", known: "list[str]") -> str:
+    """The first :data:`SHOWN` names, each with the nearest known one, then how many more."""
+    import difflib  # engine path only: the warning is built when the engine wakes
+
+    parts = []
+    for name in names[:SHOWN]:
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.75) if len(name) < 200 \
+            else []
+        parts.append(_short(name) + (f" (did you mean {near[0]}?)" if near else ""))
+    more = len(names) - SHOWN
+    return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
 
 
 def watched_patches(toggles: Toggles) -> "list[str]":

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from sglang_shims._bootstrap import globally_off
 from sglang_shims._toggles import Toggles, patch_var, split_ids, watched_modules
+
+from .conftest import run_python
 
 IDS = ["sgl-kernel-fused-marlin-moe", "sgl-kernel-dist-renamed"]
 
@@ -83,13 +87,42 @@ class TestPrecedence:
 
 
 class TestUnknownIds:
-    def test_unknown_ids_listed_with_known(self) -> None:
-        t = toggles(SGLANG_SHIMS_DISABLE="nope", SGLANG_SHIMS_ENABLE="also-nope",
-                    SGLANG_SHIMS_PATCH_NOT_A_PATCH="1")
+    def test_unknown_ids_named_with_a_suggestion(self) -> None:
+        t = toggles(SGLANG_SHIMS_DISABLE="nope,sgl-kernel-dist-renamd",
+                    SGLANG_SHIMS_ENABLE="also-nope", SGLANG_SHIMS_PATCH_NOT_A_PATCH="1")
         messages = t.unknown(IDS)
         assert len(messages) == 3
-        for message in messages:
-            assert IDS[0] in message and IDS[1] in message
+        disable, enable, per_patch = messages
+        assert "'nope'" in disable and "'sgl-kernel-dist-renamd' (did you mean" \
+            " sgl-kernel-dist-renamed?)" in disable
+        assert "'also-nope'" in enable and "did you mean" not in enable
+        assert "SGLANG_SHIMS_PATCH_NOT_A_PATCH" in per_patch
+
+    def test_ten_thousand_unknown_ids_give_one_bounded_line(self) -> None:
+        """The review saw 8.4 MB of stderr per process (one line per id, each listing every
+        known id); now one line per variable, whatever the input's size."""
+        huge = ",".join(f"id{i}" for i in range(10_000)) + ",x" + "y" * 100_000
+        messages = toggles(SGLANG_SHIMS_DISABLE=huge, SGLANG_SHIMS_ENABLE=huge).unknown(IDS)
+        assert len(messages) == 2
+        assert all(m.count("\n") == 0 and len(m.encode()) < 600 for m in messages), messages
+        assert "10001 unknown patch ids" in messages[0] and "and 9996 more" in messages[0]
+
+    def test_misspelt_variable_names(self) -> None:
+        t = toggles(SGLANG_SHIMS_DISABLED=IDS[0], SGLANG_SHIMS_DSIABLE="x",
+                    SGLANG_SHIMS_REPORT_DIR="/tmp", SGLANG_SHIMS_PATCH_SGL_KERNEL_DIST_RENAMED="1")
+        assert t.decide(IDS[0], True) == (True, "default")
+        (message,) = t.unknown(IDS)
+        assert "'SGLANG_SHIMS_DISABLED' (did you mean SGLANG_SHIMS_DISABLE?)" in message
+        assert "'SGLANG_SHIMS_DSIABLE' (did you mean SGLANG_SHIMS_DISABLE?)" in message
+        assert "REPORT_DIR" not in message
+
+    def test_kernel_backend_and_gpu_capability_values(self) -> None:
+        assert toggles(SGLANG_SHIMS_KERNEL_BACKEND="torch").problems == []
+        assert toggles(SGLANG_SHIMS_GPU_CAPABILITY="9.0, 12.0").problems == []
+        (backend,) = toggles(SGLANG_SHIMS_KERNEL_BACKEND="cuda-lol").problems
+        assert "'cuda-lol'" in backend and "triton, torch" in backend
+        (capability,) = toggles(SGLANG_SHIMS_GPU_CAPABILITY="abc").problems
+        assert "'abc'" in capability and "12.0" in capability
 
     def test_bad_per_patch_value(self) -> None:
         t = toggles(**{patch_var(IDS[0]): "perhaps"})
@@ -125,3 +158,17 @@ def test_any_environment_parses(env: dict[str, str]) -> None:
 def test_split_ids_roundtrip(ids: list[str], sep: str) -> None:
     expected = [i.strip().lower() for i in ids if i.strip()]
     assert split_ids(sep.join(ids)) == expected
+
+
+def test_toggle_warnings_wait_for_a_watched_import_and_come_once(tmp_path: Path) -> None:
+    """Nothing is said by a process that never imports a watched module; the first watched
+    import says each problem once, in one line."""
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "__init__.py").write_text("")
+    env = {"SGLANG_SHIMS_DISABLED": IDS[0], "SGLANG_SHIMS_KERNEL_BACKEND": "cuda"}
+    quiet = run_python("import json", paths=(tmp_path,), env=env)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    woke = run_python("import json\nimport kernels\nimport kernels", paths=(tmp_path,), env=env)
+    assert woke.returncode == 0, woke.stderr
+    assert woke.stderr.count("did you mean SGLANG_SHIMS_DISABLE?") == 1, woke.stderr
+    assert woke.stderr.count("SGLANG_SHIMS_KERNEL_BACKEND='cuda' is not one of") == 1
