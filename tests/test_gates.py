@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import math
+import sys
+import types
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from sglang_shims.catalog.manifest import Gate, load_text
-from sglang_shims.engine.gates import Environment, check_gate, check_gpu, evaluate, satisfies
+from sglang_shims.engine.gates import (
+    Environment,
+    check_gate,
+    check_gpu,
+    detect_gpus,
+    evaluate,
+    satisfies,
+)
 
 from .conftest import manifest_text
 
@@ -223,3 +233,45 @@ def test_satisfies_arbitrary_text(version: str) -> None:
     ok, problem = satisfies(version, ">=0")
     assert bool(problem) is not valid
     assert ok is valid
+
+
+class TestDetectGpus:
+    """Without the override: torch only when CUDA is already initialised, then nvidia-smi."""
+
+    @pytest.fixture(autouse=True)
+    def _no_override(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        monkeypatch.delenv("SGLANG_SHIMS_GPU_CAPABILITY", raising=False)
+        monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi unless a test writes one
+        monkeypatch.setitem(sys.modules, "torch", None)
+
+    def fake_smi(self, tmp_path: Path, output: str) -> None:
+        smi = tmp_path / "nvidia-smi"
+        smi.write_text(f"#!/bin/sh\nprintf '{output}'\n")
+        smi.chmod(0o755)
+
+    def test_initialised_torch(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        caps = [(9, 0), (12, 0)]
+        cuda = types.SimpleNamespace(is_initialized=lambda: True, device_count=lambda: 2,
+                                     get_device_capability=lambda i: caps[i])
+        monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+        assert detect_gpus() == ([(9, 0), (12, 0)], "torch.cuda")
+
+    def test_uninitialised_torch_falls_back_to_nvidia_smi(
+            self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        cuda = types.SimpleNamespace(is_initialized=lambda: False)
+        monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+        self.fake_smi(tmp_path, "9.0\\n12.0\\n")
+        assert detect_gpus() == ([(9, 0), (12, 0)], "nvidia-smi")
+
+    def test_nvidia_smi_lines_that_are_not_capabilities_are_skipped(self, tmp_path: Path
+                                                                    ) -> None:
+        self.fake_smi(tmp_path, "[N/A]\\n 8.9 \\n10\\n")
+        assert detect_gpus() == ([(8, 9), (10, 0)], "nvidia-smi")
+
+    def test_failing_nvidia_smi(self, tmp_path: Path) -> None:
+        (tmp_path / "nvidia-smi").write_text("#!/bin/sh\nexit 9\n")
+        (tmp_path / "nvidia-smi").chmod(0o755)
+        assert detect_gpus() == ([], "none found")
+
+    def test_nothing(self) -> None:
+        assert detect_gpus() == ([], "none found")
