@@ -138,3 +138,12 @@ def test_locate_through_other_meta_path_finder(tmp_path: Path) -> None:
 
 def test_loaded_module_uses_its_file() -> None:
     assert _source.locate("textwrap") == Path(sys.modules["textwrap"].__file__ or "")
+
+
+def test_check_all_names_the_unreadable_module(tmp_path: Path) -> None:
+    """No alternative readable: the fingerprint fails, naming the first alternative."""
+    fp = Fingerprint("gone_a | gone_b", anchors=("x",))
+    assert fp.modules == ("gone_a", "gone_b")
+    ok, details, failure = _source.check_all((fp,), [tmp_path])
+    assert (ok, details, failure) == (False, ["cannot read the source of gone_a"],
+                                      "cannot read the source of gone_a")
