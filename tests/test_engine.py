@@ -84,7 +84,7 @@ def test_applied(target: Path, tmp_path: Path) -> None:
         from sglang_shims import _bootstrap
         print(m.VALUE, m.greet("x"))
         print(type(m.__loader__).__name__, type(m.__spec__.loader).__name__)
-        print(_bootstrap.STATE["watcher"] in sys.meta_path)
+        print(_bootstrap.BOOT.watcher in sys.meta_path)
     """, status=True, SGLANG_SHIMS_DISABLE=",".join(m.id for m in load().manifests))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -319,7 +319,7 @@ def test_reimport_after_patching_is_reported(target: Path, tmp_path: Path) -> No
     """, status=True)
     assert result.stdout.splitlines()[0] == "1"
     entry = result.json()["demo-patch"]
-    assert entry["stale"] is True and "imported again" in entry["notes"][-1]
+    assert entry["state"] == "stale" and "imported again" in entry["reason"]
 
 
 def test_extra_paths_are_vetted(tmp_path: Path) -> None:

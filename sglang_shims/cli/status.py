@@ -63,6 +63,8 @@ class Summary:
     """patch id -> state -> [{pid, role, reason}]"""
     unreadable: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    helpers: list[dict[str, Any]] = field(default_factory=list)
+    """multiprocessing's resource tracker and fork server: listed, never counted."""
     user: str = field(default_factory=_trust.whoami)
     """Whose reports these are: only files of the current user are read."""
 
@@ -79,7 +81,8 @@ class Summary:
         return {"directory": str(self.directory), "processes": self.processes,
                 "patches": {pid: {"verdict": self.verdict(pid), "states": states}
                             for pid, states in sorted(self.patches.items())},
-                "unreadable": self.unreadable, "problems": self.problems,
+                "helpers": self.helpers, "unreadable": self.unreadable,
+                "problems": self.problems,
                 "user": self.user}
 
     def text(self) -> str:
@@ -88,8 +91,8 @@ class Summary:
                               *self._notes()])
         procs = _table.render(
             ["pid", "ppid", "role", "origin", "applied", "argv"],
-            [(p["pid"], p["ppid"], p["role"], p["origin"], p["applied"], " ".join(p["argv"]))
-             for p in self.processes])
+            [(p["pid"], p["ppid"], label(p), p["origin"], p["applied"], " ".join(p["argv"]))
+             for p in self.processes + self.helpers])
         rows = []
         for patch_id in sorted(self.patches):
             states = self.patches[patch_id]
@@ -98,7 +101,10 @@ class Summary:
                 for state, members in sorted(states.items()) if state != "applied"
                 for proc in members)
             rows.append((patch_id, self.verdict(patch_id), detail or "-"))
-        out = [f"reports of {self.user}: {self.directory} ({len(self.processes)} processes)",
+        helpers = f", and {len(self.helpers)} multiprocessing helpers not counted" \
+            if self.helpers else ""
+        out = [f"reports of {self.user}: {self.directory} ({len(self.processes)} processes"
+               f"{helpers})",
                "", procs, "",
                _table.render(["patch", "verdict", "processes that differ"], rows, max_width=90)]
         return "\n".join(out + self._notes())
@@ -106,6 +112,17 @@ class Summary:
     def _notes(self) -> list[str]:
         return ([f"problem: {p}" for p in self.problems]
                 + [f"unreadable report: {u}" for u in self.unreadable])
+
+
+def label(process: dict[str, Any]) -> str:
+    """The role column: a helper says what it is; a fork child says whose state it has."""
+    if process.get("helper"):
+        return f"helper: {process['helper']}"
+    role = str(process.get("role"))
+    if "forked_from" in process:
+        how = "state inherited at fork" if process.get("inherited") else "own report"
+        return f"{role} (fork of {process['forked_from']}, {how})"
+    return role
 
 
 def aggregate(directory: Path) -> Summary:
@@ -126,15 +143,24 @@ def aggregate(directory: Path) -> Summary:
             summary.unreadable.append(f"{path.name}: {exc}")
             continue
         applied = sum(1 for p in patches.values() if p.get("state") == "applied")
+        if process.get("helper"):
+            summary.helpers.append({**process, "applied": applied})
+            continue
         summary.processes.append({**process, "applied": applied})
         for patch_id, entry in patches.items():
             state = entry.get("state", "?")
             summary.patches.setdefault(patch_id, {}).setdefault(state, []).append(
                 {"pid": process.get("pid"), "role": process.get("role"),
                  "reason": entry.get("reason", "")})
-            if state in ("failed", "drifted"):
+            if state in ("failed", "drifted", "stale", "bypassed"):  # not in effect
                 summary.problems.append(
                     f"{patch_id} {state} in pid {process.get('pid')}: {entry.get('reason')}")
+    if not directory.is_dir():
+        summary.problems.append(f"no report directory {directory}: it does not exist")
+    elif not summary.processes:
+        summary.problems.append(f"no process reports in {directory}: was the run started"
+                                " with SGLANG_SHIMS_REPORT_DIR set to it, or with"
+                                " `sglang-shims launch`?")
     summary.processes.sort(key=lambda p: (p.get("time", 0), p.get("pid", 0)))
     for patch_id, states in summary.patches.items():
         acted = {s for s in states if s in ("applied", "retired", "not-applicable", "drifted",
