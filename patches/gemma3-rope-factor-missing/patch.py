@@ -15,35 +15,35 @@ is restored when the call ends.  Entries that have a factor are not touched.
 
 from __future__ import annotations
 
-import inspect
+from contextlib import nullcontext
 from typing import Any
 
-from sglang_shims.patching import PatchContext
+from sglang_shims.patching import PatchContext, argument, temporarily
 
 CLASS = "Gemma3TextModel"
 
 
+def unscaled_full_attention(config: Any) -> dict[str, Any] | None:
+    """The ``full_attention`` RoPE entry when it has no ``factor``; None otherwise."""
+    params = getattr(config, "rope_parameters", None)
+    full = params.get("full_attention") if isinstance(params, dict) else None
+    if not isinstance(full, dict) or "factor" in full:
+        return None
+    kind = full.get("rope_type", full.get("type", "default"))
+    if kind != "default":
+        raise ValueError(f"Gemma 3 full-attention RoPE {kind!r} without a factor: "
+                         "sglang would build it as linear; refusing to guess")
+    return full
+
+
 def apply(ctx: PatchContext) -> None:
     model = getattr(ctx.module, CLASS)
-    signature = inspect.signature(vars(model)["__init__"])
-    if "config" not in signature.parameters:
-        raise RuntimeError(f"{CLASS}.__init__ takes no 'config'; nothing safe to do")
+    config_of = argument(model.__init__, "config")
 
     def init(wrapped: Any, instance: Any, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Any:
-        config = signature.bind(instance, *args, **kwargs).arguments["config"]
-        params = getattr(config, "rope_parameters", None)
-        full = params.get("full_attention") if isinstance(params, dict) else None
-        if not isinstance(full, dict) or "factor" in full:
+        full = unscaled_full_attention(config_of(instance, args, kwargs))
+        with nullcontext() if full is None else temporarily(full, {"factor": 1.0}):
             return wrapped(*args, **kwargs)
-        kind = full.get("rope_type", full.get("type", "default"))
-        if kind != "default":
-            raise ValueError(f"Gemma 3 full-attention RoPE {kind!r} without a factor: "
-                             "sglang would build it as linear; refusing to guess")
-        full["factor"] = 1.0
-        try:
-            return wrapped(*args, **kwargs)
-        finally:
-            full.pop("factor", None)
 
     ctx.wrap(model, "__init__", init)

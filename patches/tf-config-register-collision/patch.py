@@ -23,35 +23,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from sglang_shims.patching import PatchContext
-
-
-def _arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any]:
-    model_type = args[0] if args else kwargs.get("model_type")
-    config = args[1] if len(args) > 1 else kwargs.get("config")
-    exist_ok = args[2] if len(args) > 2 else kwargs.get("exist_ok", False)
-    return model_type, config, exist_ok
+from sglang_shims.patching import PatchContext, argument
 
 
 def apply(ctx: PatchContext) -> None:
     from transformers.models.auto import configuration_auto
     native = configuration_auto.CONFIG_MAPPING_NAMES
     owner = ctx.module.__name__
+    auto = configuration_auto.AutoConfig
+    model_type_of = argument(auto.register, "model_type")
+    config_of = argument(auto.register, "config")
+    exist_ok = argument(auto.register, "exist_ok")
 
     def register(wrapped: Any, instance: Any, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> Any:
-        model_type, config, exist_ok = _arguments(args, kwargs)
-        if (not exist_ok and getattr(config, "__module__", None) == owner
-                and model_type in native):
+        model_type = model_type_of(instance, args, kwargs)
+        config = config_of(instance, args, kwargs)
+        if (not exist_ok(instance, args, kwargs)
+                and getattr(config, "__module__", None) == owner and model_type in native):
             ctx.log.info("transformers already defines model type %r; registering sglang's"
                          " %s over it (exist_ok=True, as sglang >= 0.5.20 does)",
                          model_type, getattr(config, "__name__", config))
-            if len(args) > 2:
-                args = (*args[:2], True, *args[3:])
-            else:
-                kwargs = {**kwargs, "exist_ok": True}
+            args, kwargs = exist_ok.replaced(instance, args, kwargs, True)
         return wrapped(*args, **kwargs)
 
-    ctx.wrap(configuration_auto.AutoConfig, "register", register)
+    ctx.wrap(auto, "register", register)
     ctx.note(f"AutoConfig.register tolerates model types transformers already defines, for"
              f" config classes of {owner} only")

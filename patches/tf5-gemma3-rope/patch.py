@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sglang_shims.patching import PatchContext
+from sglang_shims.patching import PatchContext, argument, tie_nothing
 
 CLASS = "Gemma3RotaryEmbedding"
 LOCAL = "rope_local_base_freq"
@@ -116,10 +116,12 @@ def apply(ctx: PatchContext) -> None:
         ctx.retire(f"Gemma3TextConfig instances still have {LOCAL} (transformers 4 layout)")
     ctx.setattr(config_cls, LOCAL, property(_local_base, _set_local_base))
 
+    rotary = getattr(ctx.module, CLASS)
+    config_of, device_of = (argument(rotary.__init__, name) for name in ("config", "device"))
+
     def init(wrapped: Any, instance: Any, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> None:
-        config = args[0] if args else kwargs.get("config")
-        device = args[1] if len(args) > 1 else kwargs.get("device")
+        config, device = config_of(instance, args, kwargs), device_of(instance, args, kwargs)
         spec = rope_spec(config)
         if spec is None:
             wrapped(*args, **kwargs)
@@ -139,11 +141,7 @@ def apply(ctx: PatchContext) -> None:
         # transformers 5's init_weights recomputes the table of every "*RotaryEmbedding"
         # that has one -- through ROPE_INIT_FUNCTIONS, which cannot read these configs.
 
-    ctx.wrap(getattr(ctx.module, CLASS), "__init__", init)
-
-    # transformers 5 reads _tied_weights_keys as {target: source} in post_init; sglang's
-    # Gemma3ForCausalLM still declares the v4 list ["lm_head.weight"], for a module that has
-    # no lm_head (logits come from embed_tokens): the faithful v5 value ties nothing.
-    causal = getattr(ctx.module, "Gemma3ForCausalLM", None)
-    if causal is not None and isinstance(vars(causal).get("_tied_weights_keys"), list):
-        ctx.setattr(causal, "_tied_weights_keys", {})
+    ctx.wrap(rotary, "__init__", init)
+    # sglang's Gemma3ForCausalLM declares the v4 list ["lm_head.weight"] for a module that
+    # has no lm_head (logits come from embed_tokens): the faithful v5 value ties nothing.
+    tie_nothing(ctx, getattr(ctx.module, "Gemma3ForCausalLM", None))

@@ -21,15 +21,12 @@ transformers 5 reads in ``post_init`` (there is no ``lm_head`` to tie).
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from typing import Any
 
-from sglang_shims.patching import PatchContext
+from sglang_shims.patching import PatchContext, argument, temporarily, tie_nothing
 
 CLASS = "Gemma3nAttention"
-_MISSING = object()
 
 
 def v4_view(config: Any) -> dict[str, Any] | None:
@@ -48,37 +45,16 @@ def v4_view(config: Any) -> dict[str, Any] | None:
             "rope_local_base_freq": sliding["rope_theta"]}
 
 
-@contextmanager
-def shown(config: Any, values: dict[str, Any]) -> Iterator[None]:
-    namespace = vars(config)
-    saved = {name: namespace.get(name, _MISSING) for name in values}
-    namespace.update(values)
-    try:
-        yield
-    finally:
-        for name, old in saved.items():
-            if old is _MISSING:
-                namespace.pop(name, None)
-            else:
-                namespace[name] = old
-
-
 def apply(ctx: PatchContext) -> None:
     attention = getattr(ctx.module, CLASS)
-    signature = inspect.signature(vars(attention)["__init__"])
-    if "config" not in signature.parameters:
-        raise RuntimeError(f"{CLASS}.__init__ takes no 'config'; nothing safe to do")
+    config_of = argument(attention.__init__, "config")
 
     def init(wrapped: Any, instance: Any, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Any:
-        config = signature.bind(instance, *args, **kwargs).arguments["config"]
+        config = config_of(instance, args, kwargs)
         values = v4_view(config)
-        if values is None:
-            return wrapped(*args, **kwargs)
-        with shown(config, values):
+        with nullcontext() if values is None else temporarily(config, values):
             return wrapped(*args, **kwargs)
 
     ctx.wrap(attention, "__init__", init)
-    causal = getattr(ctx.module, "Gemma3nForCausalLM", None)
-    if causal is not None and isinstance(vars(causal).get("_tied_weights_keys"), list):
-        ctx.setattr(causal, "_tied_weights_keys", {})
+    tie_nothing(ctx, getattr(ctx.module, "Gemma3nForCausalLM", None))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sglang_shims.patching import PatchContext
+from sglang_shims.patching import PatchContext, module_level
 
 NAMES = ("PixtralRotaryEmbedding", "position_ids_in_meshgrid")
 
@@ -56,40 +56,43 @@ def position_ids_in_meshgrid(patch_embeds_list: Any, max_width: int) -> Any:
 
 
 def _build_rotary_class(module_name: str) -> type:
-    """The nn.Module subclass, made with type() since torch is imported only here."""
+    """The class, built on first use: torch is imported only here."""
     import torch
     from torch import nn
 
-    def __init__(self: Any, config: Any, device: Any = None) -> None:
-        nn.Module.__init__(self)
-        self.rope_type = "default"
-        self.dim = config.head_dim
-        self.base = _rope_theta(config)
-        side = config.image_size // config.patch_size
-        freqs = 1.0 / (self.base ** (torch.arange(0, self.dim, 2).float() / self.dim))
-        grid = torch.arange(side, device=freqs.device)
-        rows = torch.outer(grid, freqs[::2]).float()  # (side, dim // 4)
-        cols = torch.outer(grid, freqs[1::2]).float()
-        per_patch = torch.cat(
-            [rows[:, None, :].expand(side, side, -1), cols[None, :, :].expand(side, side, -1)],
-            dim=-1,
-        ).reshape(side * side, self.dim // 2)
-        self.register_buffer("inv_freq", torch.cat((per_patch, per_patch), dim=-1),
-                             persistent=False)
+    class PixtralRotaryEmbedding(nn.Module):
+        """2-D RoPE angles of Pixtral's vision encoder as transformers 4 computed them."""
 
-    def forward(self: Any, x: Any, position_ids: Any) -> tuple[Any, Any]:
-        with torch.no_grad():
-            freqs = self.inv_freq[position_ids]
-            device_type = x.device.type if x.device.type != "mps" else "cpu"
-            with torch.autocast(device_type=device_type, enabled=False):
-                cos, sin = freqs.cos(), freqs.sin()
-            return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
+        inv_freq: torch.Tensor  # a non-persistent buffer
 
-    name = "PixtralRotaryEmbedding"
-    return type(name, (nn.Module,), {
-        "__init__": __init__, "forward": forward, "__module__": module_name,
-        "__qualname__": name,
-        "__doc__": "2-D RoPE angles of Pixtral's vision encoder as transformers 4 computed them."})
+        def __init__(self, config: Any, device: Any = None) -> None:
+            super().__init__()
+            self.rope_type = "default"
+            self.dim = config.head_dim
+            self.base = _rope_theta(config)
+            side = config.image_size // config.patch_size
+            freqs = 1.0 / (self.base ** (torch.arange(0, self.dim, 2).float() / self.dim))
+            grid = torch.arange(side, device=freqs.device)
+            rows = torch.outer(grid, freqs[::2]).float()  # (side, dim // 4)
+            cols = torch.outer(grid, freqs[1::2]).float()
+            per_patch = torch.cat(
+                [rows[:, None, :].expand(side, side, -1),
+                 cols[None, :, :].expand(side, side, -1)],
+                dim=-1,
+            ).reshape(side * side, self.dim // 2)
+            self.register_buffer("inv_freq", torch.cat((per_patch, per_patch), dim=-1),
+                                 persistent=False)
+
+        def forward(self, x: torch.Tensor,
+                    position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            with torch.no_grad():
+                freqs = self.inv_freq[position_ids]
+                device_type = x.device.type if x.device.type != "mps" else "cpu"
+                with torch.autocast(device_type=device_type, enabled=False):
+                    cos, sin = freqs.cos(), freqs.sin()
+                return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
+
+    return module_level(PixtralRotaryEmbedding, module_name)  # where transformers 4 defined it
 
 
 def apply(ctx: PatchContext) -> None:

@@ -19,33 +19,33 @@ its transformers 4 behaviour: a non-persistent ``inv_freq`` buffer
 
 from __future__ import annotations
 
-from typing import Any
-
-from sglang_shims.patching import PatchContext
+from sglang_shims.patching import PatchContext, module_level
 
 NAME = "Qwen2_5_VisionRotaryEmbedding"
 
 
 def _build_class(module_name: str) -> type:
-    """The nn.Module subclass, made with type() since torch is imported only here."""
+    """The class, built on first use: torch is imported only here."""
     import torch
     from torch import nn
 
-    def __init__(self: Any, dim: int, theta: float = 10000.0) -> None:
-        nn.Module.__init__(self)
-        exponents = torch.arange(0, dim, 2, dtype=torch.float) / dim
-        inv_freq = 1.0 / (theta**exponents)
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
+    class Qwen2_5_VisionRotaryEmbedding(nn.Module):
+        """Vision RoPE frequencies of Qwen2.5-VL as transformers 4 computed them."""
 
-    def forward(self: Any, seqlen: int) -> Any:
-        inv_freq = self.inv_freq
-        seq = torch.arange(seqlen, device=inv_freq.device, dtype=inv_freq.dtype)
-        return torch.outer(seq, inv_freq)
+        inv_freq: torch.Tensor  # a non-persistent buffer
 
-    return type(NAME, (nn.Module,), {
-        "__init__": __init__, "forward": forward, "__module__": module_name,
-        "__qualname__": NAME,
-        "__doc__": "Vision RoPE frequencies of Qwen2.5-VL as transformers 4 computed them."})
+        def __init__(self, dim: int, theta: float = 10000.0) -> None:
+            super().__init__()
+            exponents = torch.arange(0, dim, 2, dtype=torch.float) / dim
+            inv_freq = 1.0 / (theta**exponents)
+            self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+        def forward(self, seqlen: int) -> torch.Tensor:
+            inv_freq = self.inv_freq
+            seq = torch.arange(seqlen, device=inv_freq.device, dtype=inv_freq.dtype)
+            return torch.outer(seq, inv_freq)
+
+    return module_level(Qwen2_5_VisionRotaryEmbedding, module_name)  # as in transformers 4
 
 
 def apply(ctx: PatchContext) -> None:
