@@ -15,8 +15,8 @@ nothing at module level; each function loads the engine on first use.
 # No imports here, not even ``typing``: see the docstring.  Patch authors who want
 # static types import from ``sglang_shims.patching``.
 
-__all__ = ["MissingSymbolError", "PatchContext", "Retired", "__version__", "install", "revert",
-           "status"]
+__all__ = ["ConflictError", "MissingSymbolError", "PatchContext", "Retired", "ShimImportError",
+           "__version__", "install", "revert", "status"]
 
 
 def install() -> "dict[str, dict[str, object]]":
@@ -65,8 +65,19 @@ def __getattr__(name: str) -> object:
             return version("sglang-shims")
         except PackageNotFoundError:
             return "0+unknown"
-    if name in ("PatchContext", "Retired", "MissingSymbolError"):
+    if name in ("ShimImportError", "ConflictError", "MissingSymbolError"):
+        from . import _errors
+
+        return getattr(_errors, name)
+    if name in ("PatchContext", "Retired"):
         from . import patching
 
         return getattr(patching, name)
+    # The .pth line's second stage loads the bootstrap (and _toggles) without the import
+    # system, which therefore never bound them here: find them where they are.
+    import sys
+
+    loaded = sys.modules.get(f"{__name__}.{name}")
+    if loaded is not None:
+        return loaded
     raise AttributeError(f"module 'sglang_shims' has no attribute {name!r}")

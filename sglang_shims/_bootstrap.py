@@ -552,6 +552,9 @@ def load_sibling(name: str) -> "ModuleType":
     except BaseException:
         sys.modules.pop(full, None)
         raise
+    parent = sys.modules.get("sglang_shims")
+    if parent is not None:
+        setattr(parent, name, module)  # what the import system does for a submodule
     return module
 
 

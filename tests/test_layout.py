@@ -1,0 +1,238 @@
+"""Where the hook ends and the engine begins: the import graph, the typed hand-off, the
+watch table of extra folders, and what a woken process has (not) imported."""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from sglang_shims import _bootstrap, _errors
+from sglang_shims._toggles import Toggles
+from sglang_shims.catalog import load as _catalog
+from sglang_shims.engine import Engine
+from sglang_shims.engine.gates import Environment
+
+from .conftest import REPO, manifest_text, run_python, write_package, write_patch
+
+PACKAGE = REPO / "sglang_shims"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runs_at_import(tree: ast.Module) -> list[ast.stmt]:
+    """Statements executed when the module is imported: not in functions, not under
+    ``if TYPE_CHECKING``."""
+    out: list[ast.stmt] = []
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo += node.orelse
+            continue
+        out.append(node)
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            todo += [n for n in getattr(node, field, []) if isinstance(n, ast.stmt)]
+        for handler in getattr(node, "handlers", []):
+            todo += handler.body
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> our modules it imports while being imported (static, from the source)."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")
+               if "_launch_site" not in p.parts}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in _runs_at_import(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{anchor}.{base}" if base else anchor
+                for alias in node.names:
+                    edges.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules
+                              else base)
+        graph[name] = {e for e in edges if e in modules and e != name}
+    return graph
+
+
+def test_no_import_cycles() -> None:
+    graph = import_graph()
+    assert graph["sglang_shims.engine"] >= {"sglang_shims._bootstrap", "sglang_shims._toggles"}
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> None:
+        if node in path:
+            cycle = [*path[path.index(node):], node]
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+        if node in done:
+            return
+        for nxt in sorted(graph[node]):
+            visit(nxt, [*path, node])
+        done.add(node)
+
+    for module in sorted(graph):
+        visit(module, [])
+
+
+def test_the_cycle_check_sees_a_cycle(tmp_path: Path) -> None:
+    """The graph builder finds relative imports (a check that cannot fail proves nothing)."""
+    graph = import_graph()
+    assert "sglang_shims._bootstrap" in graph["sglang_shims._toggles"]
+    assert "sglang_shims.engine" not in graph["sglang_shims._bootstrap"]  # named, not imported
+    assert graph["sglang_shims"] == set()  # the package imports nothing at module level
+
+
+def test_start_up_modules_import_only_sys_and_os() -> None:
+    for name in ("_bootstrap", "_toggles"):
+        tree = ast.parse((PACKAGE / f"{name}.py").read_text(encoding="utf-8"))
+        imported = set()
+        for node in _runs_at_import(tree):
+            if isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                imported.add("." * node.level + (node.module or ""))
+        assert imported <= {"os", "sys", "._bootstrap"}, (name, imported)
+
+
+def test_public_errors() -> None:
+    import sglang_shims
+    from sglang_shims.engine import journal, proxy
+
+    for error in (_errors.ShimImportError, _errors.ConflictError, _errors.MissingSymbolError):
+        assert error.__module__ == "sglang_shims"
+        assert getattr(sglang_shims, error.__name__) is error
+    assert journal.ConflictError is _errors.ConflictError
+    assert proxy.MissingSymbolError is _errors.MissingSymbolError
+    assert issubclass(_errors.ShimImportError, ImportError)
+
+
+def test_engine_builds_in_process_from_its_inputs(tmp_path: Path) -> None:
+    """No atexit hook, no log handler, no bootstrap globals: what it is given is what it uses."""
+    write_patch(tmp_path / "extra", "demo-patch", manifest_text("demo-patch", "pkg.mod"),
+                "def apply(ctx):\n    pass\n")
+    boot = _bootstrap.Boot()
+    boot.origin = "test"
+    handlers = list(logging.getLogger("sglang_shims").handlers)
+    catalog = _catalog.load(str(tmp_path / "extra"), include_builtin=False)
+    engine = Engine(boot, catalog, Toggles({"SGLANG_SHIMS_DISABLE": "demo-patch"}),
+                    Environment(hermetic=True))
+    assert engine.origin == "test" and engine.boot is boot
+    assert engine.status()["demo-patch"]["state"] == "disabled"
+    assert json.loads(json.dumps(engine.status()))["demo-patch"]["state"] == "disabled"
+    assert type(engine.status()["demo-patch"]["state"]) is str  # strings at the boundary
+    assert logging.getLogger("sglang_shims").handlers == handlers
+
+
+def test_listener_is_named_and_receives_the_boot(tmp_path: Path) -> None:
+    write_package(tmp_path, {"sgl_kernel/__init__.py": "X = 1\n",
+                             "recorder.py": "SEEN = []\n"
+                                            "def listen(boot, name, phase, module, exc):\n"
+                                            "    SEEN.append((boot.origin, name, phase))\n"})
+    out = run_python("""
+        import sglang_shims._bootstrap as b, json
+        b.LISTENER = "recorder:listen"
+        import sgl_kernel, recorder, sys
+        print(json.dumps([recorder.SEEN, "sglang_shims.engine" in sys.modules]))
+    """, paths=(tmp_path,))
+    assert out.json() == [[["test", "sgl_kernel", "before"], ["test", "sgl_kernel", "after"]],
+                          False], out.stderr
+
+
+def test_woken_engine_imports_no_cli_code(tmp_path: Path) -> None:
+    """A process whose engine woke and judged every patch has loaded no CLI module."""
+    write_package(tmp_path, {"sgl_kernel/__init__.py": "X = 1\n"})
+    out = run_python("""
+        import json, sys, sgl_kernel, sglang_shims
+        from sglang_shims.engine import get
+        engine = get()
+        for manifest in engine.manifests.values():
+            engine.judge(manifest, True, "test")
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith("sglang_shims."))))
+    """, paths=(tmp_path,))
+    loaded = out.json()
+    assert isinstance(loaded, list) and "sglang_shims.engine" in loaded, out.stderr
+    assert not [m for m in loaded if m.startswith("sglang_shims.cli")], loaded
+
+
+class TestExtraTargets:
+    def test_the_three_toml_spellings(self, tmp_path: Path) -> None:
+        for name, text in (("a", '[target]\nwhen = "before"\nmodule = "pkg.one"\n'),
+                           ("b", 'id = "b"\ntarget.module = \'pkg.two\'\n'),
+                           ("c", 'target = { when = "after", module = "pkg.three" }\n'),
+                           ("d", '[other]\nmodule = "not.me"\n')):
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "manifest.toml").write_text(text)
+        assert _bootstrap.extra_targets(str(tmp_path)) == {"pkg.one", "pkg.two", "pkg.three"}
+
+    def test_relative_entries_links_and_fifos_are_not_read(self, tmp_path: Path) -> None:
+        """A planted FIFO must not hang every Python start; a link is not followed."""
+        (tmp_path / "fifo").mkdir()
+        os.mkfifo(tmp_path / "fifo" / "manifest.toml")
+        real = tmp_path / "real.toml"
+        real.write_text('[target]\nmodule = "via.link"\n')
+        (tmp_path / "link").mkdir()
+        (tmp_path / "link" / "manifest.toml").symlink_to(real)
+        assert _bootstrap.extra_targets(str(tmp_path)) == set()
+        assert _bootstrap.extra_targets("relative/dir") == set()
+
+    def test_extra_patch_applies_and_start_up_reads_nothing(self, tmp_path: Path) -> None:
+        write_package(tmp_path / "pkgs", {"extpkg/__init__.py": "", "extpkg/mod.py": "V = 1\n"})
+        write_patch(tmp_path / "extra", "ext-patch", manifest_text("ext-patch", "extpkg.mod"),
+                    "def apply(ctx):\n    ctx.setattr(ctx.module, 'V', 2)\n")
+        out = run_python("""
+            import json, sys
+            before = sorted(m for m in sys.modules if 'shims' in m and m != 'sglang_shims'
+                            and not m.endswith(('_bootstrap', '_toggles')))
+            import extpkg.mod
+            print(json.dumps([before, extpkg.mod.V]))
+        """, paths=(tmp_path / "pkgs",), env={"SGLANG_SHIMS_PATH": str(tmp_path / "extra")})
+        assert out.json() == [[], 2], out.stderr
+
+
+def test_stage_one_wakes_in_a_real_interpreter(tmp_path: Path) -> None:
+    """The generated .pth line, run as site runs it: nothing loaded until a watched root."""
+    write_package(tmp_path, {"sgl_kernel/__init__.py": "X = 1\n"})
+    line = (PACKAGE / "_activation" / "sglang_shims.pth").read_text().splitlines()[1]
+    out = run_python(line + "\nimport json, sys\n"
+                     "before = [m for m in sys.modules if 'shims' in m]\n"
+                     "import sgl_kernel\n"
+                     "import sglang_shims._bootstrap as b\n"
+                     "print(json.dumps([before, b.BOOT.origin, b.active(),"
+                     " 'sglang_shims.engine' in sys.modules]))\n",
+                     paths=(tmp_path,), activate=False)
+    assert out.json() == [[], "pth", "pth", True], out.stderr
+
+
+def test_bootstrap_is_loaded_from_where_site_found_it(tmp_path: Path) -> None:
+    """A ``sglang_shims`` folder in the current directory is not what wakes up."""
+    write_package(tmp_path / "pkgs", {"sgl_kernel/__init__.py": "X = 1\n"})
+    planted = tmp_path / "cwd" / "sglang_shims"
+    planted.mkdir(parents=True)
+    (planted / "__init__.py").write_text("raise SystemExit('planted package ran')\n")
+    (planted / "_bootstrap.py").write_text("raise SystemExit('planted bootstrap ran')\n")
+    line = (PACKAGE / "_activation" / "sglang_shims.pth").read_text().splitlines()[1]
+    # as at interpreter start: site runs the line before '' (the current directory) is
+    # put first on sys.path for -c
+    code = ("import sys\nsys.path.remove('')\n" + line
+            + "\nsys.path.insert(0, '')\nimport sgl_kernel, sglang_shims\n"
+            "print(sglang_shims.__file__)\n")
+    out = run_python(code, paths=(tmp_path / "pkgs",), activate=False, cwd=tmp_path / "cwd")
+    assert "planted" not in out.stdout + out.stderr and out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(PACKAGE / "__init__.py")
+
+
