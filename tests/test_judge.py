@@ -1,0 +1,61 @@
+"""judge.exported: the question behind ``[retire] exported`` -- does ``module:name`` exist?
+
+Asked of the live module when the engine has one, else of the source on the search path;
+None when it cannot be told.  Expected answers are written out here, per case."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+
+from sglang_shims.engine.judge import SHIM_MARK, exported
+
+from .conftest import write_package
+
+
+class OptionalSymbol:
+    """Stands in for our proxy class: same name, carries the shim mark."""
+
+
+def test_live_module_answers() -> None:
+    live = types.ModuleType("livemod")
+    live.there = 1
+    live.none_value = None
+    proxy = OptionalSymbol()
+    setattr(proxy, SHIM_MARK, "some-patch")
+    live.ours = proxy
+    assert exported("livemod:there", live) == (True, "livemod exports there")
+    assert exported("livemod:none_value", live) == (True, "livemod exports none_value")
+    assert exported("livemod:missing", live) == (False, "livemod does not export missing")
+    # a name bound to one of our proxies was put there by us: not exported upstream
+    assert exported("livemod:ours", live) == (False, "livemod does not export ours")
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> list[Path]:
+    write_package(tmp_path, {
+        "jpkg/__init__.py": "",
+        "jpkg/plain.py": "def helper():\n    pass\nVALUE = 3\n",
+        "jpkg/starry.py": "from jpkg.plain import *\nOWN = 1\n",
+    })
+    return [tmp_path]
+
+
+@pytest.mark.parametrize(("symbol", "answer", "detail"), [
+    ("jpkg.plain:helper", True, "jpkg.plain binds helper (read from its source)"),
+    ("jpkg.plain:VALUE", True, "jpkg.plain binds VALUE (read from its source)"),
+    ("jpkg.plain:gone", False, "jpkg.plain does not bind gone (read from its source)"),
+    ("jpkg.starry:OWN", True, "jpkg.starry binds OWN (read from its source)"),
+    ("jpkg.nothere:x", None, "cannot read the source of jpkg.nothere"),
+])
+def test_static_answers(tree: list[Path], symbol: str, answer: bool | None, detail: str) -> None:
+    assert exported(symbol, search_path=tree) == (answer, detail)
+
+
+def test_star_import_of_an_unreadable_module_cannot_be_told(tmp_path: Path) -> None:
+    write_package(tmp_path, {"kpkg/__init__.py": "", "kpkg/m.py": "from elsewhere_xyz import *\n"})
+    answer, detail = exported("kpkg.m:name", search_path=[tmp_path])
+    assert answer is None
+    assert detail == "kpkg.m star-imports; cannot tell statically whether it has name"
