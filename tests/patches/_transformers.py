@@ -15,8 +15,10 @@ import pytest
 
 from ..conftest import FAKE_CUDA, need, run_python
 
-__all__ = ["COMPANIONS", "FAKE_CUDA", "SINGLE_PROCESS_TP", "TRANSFORMERS5", "end_with_state",
-           "reference_file", "run_json", "sglang_on_transformers5", "transformers_paths"]
+__all__ = ["COMPANIONS", "FAKE_CUDA", "SINGLE_PROCESS_TP", "TRANSFORMERS5",
+           "check_stock_import_fails", "end_with_state", "import_attempt", "reference_file",
+           "reference_fixture", "run_applied", "run_json", "run_stock",
+           "sglang_on_transformers5", "sglang_paths_fixture", "transformers_paths"]
 
 # transformers release -> the hub and tokenizers wheels that satisfy its Requires-Dist
 # (5.24.0: huggingface-hub>=1.31.0,<3.0, tokenizers>=0.23.1,<0.24.0).
@@ -73,6 +75,40 @@ def sglang_on_transformers5(sglang_release: Callable[[str], Path],
     return (*transformers_paths(pypi_release, TRANSFORMERS5), sglang_release(sglang), *kernel)
 
 
+def sglang_paths_fixture(*, sglang: str = "0.5.1", kernel: bool = True) -> Any:
+    """A test file's module-scoped ``paths`` fixture: sglang ``sglang`` on transformers 5,
+    with the stand-in sgl-kernel when ``kernel`` (``paths = sglang_paths_fixture()``)."""
+
+    @pytest.fixture(scope="module")
+    def paths(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path],
+              pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
+        return sglang_on_transformers5(sglang_release, pypi_release,
+                                       standin_kernel if kernel else None, sglang=sglang)
+
+    return paths
+
+
+def reference_fixture(code: str, name: str) -> Any:
+    """A test file's module-scoped ``reference`` fixture: the file ``code`` saves on
+    transformers 4.55.2 (see :func:`reference_file`)."""
+
+    @pytest.fixture(scope="module")
+    def reference(tmp_path_factory: pytest.TempPathFactory,
+                  pypi_release: Callable[[str, str], Path]) -> Path:
+        return reference_file(tmp_path_factory, pypi_release, code, name)
+
+    return reference
+
+
+def import_attempt(module: str, alias: str = "") -> str:
+    """Program lines that import ``module`` (``as alias``): ``result["import"]`` is ``"ok"``
+    or the error, and ``alias`` is None after a failure."""
+    lines = ["try:", f"    import {module}" + (f" as {alias}" if alias else ""),
+             '    result["import"] = "ok"', "except Exception as exc:",
+             '    result["import"] = f"{type(exc).__name__}: {exc}"']
+    return "\n".join([*lines, f"    {alias} = None"] if alias else lines) + "\n"
+
+
 def run_json(code: str, paths: tuple[Path, ...], env: dict[str, str] | None = None,
              args: tuple[str, ...] = (), *, activate: bool = True, timeout: float = 600,
              transformers: str | None = TRANSFORMERS5) -> dict[str, Any]:
@@ -87,6 +123,35 @@ def run_json(code: str, paths: tuple[Path, ...], env: dict[str, str] | None = No
     if transformers is not None:
         assert data["transformers"] == transformers
     return data
+
+
+def _run_checked(code: str, paths: tuple[Path, ...], patch: str, state: str,
+                 reference: Path | None, disable: str) -> dict[str, Any]:
+    env = {"SGLANG_SHIMS_DISABLE": disable} if disable else {}
+    data = run_json(code, paths, env, args=(str(reference),) if reference else ())
+    assert data["state"] == state, data
+    return data
+
+
+def run_stock(code: str, paths: tuple[Path, ...], patch: str,
+              reference: Path | None = None) -> dict[str, Any]:
+    """Run ``code`` (ending with :func:`end_with_state`) with ``patch`` switched off, and
+    the reference file as argv[1] when given; its JSON, checked to say ``disabled``."""
+    return _run_checked(code, paths, patch, "disabled", reference, patch)
+
+
+def run_applied(code: str, paths: tuple[Path, ...], patch: str,
+                reference: Path | None = None, disable: str = "") -> dict[str, Any]:
+    """As :func:`run_stock`, with ``patch`` on (and ``disable`` off); checked ``applied``."""
+    return _run_checked(code, paths, patch, "applied", reference, disable)
+
+
+def check_stock_import_fails(code: str, paths: tuple[Path, ...], patch: str,
+                             reference: Path | None, name: str, module: str) -> None:
+    """With ``patch`` off, ``code``'s import (:func:`import_attempt`) fails because
+    transformers 5 no longer has ``name`` in ``module``."""
+    data = run_stock(code, paths, patch, reference)
+    assert data["import"].startswith(f"ImportError: cannot import name {name!r} from {module!r}")
 
 
 def end_with_state(patch_id: str) -> str:

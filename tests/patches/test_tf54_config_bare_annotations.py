@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ..conftest import FAKE_CUDA, need
-from ._transformers import end_with_state, run_json, transformers_paths
+from ._transformers import end_with_state, import_attempt, run_json, transformers_paths
 
 pytestmark = pytest.mark.wheels
 
@@ -28,11 +28,7 @@ import json
 import transformers
 from transformers import PretrainedConfig
 result = {"transformers": transformers.__version__}
-try:
-    import sglang.srt.configs
-    result["import"] = "ok"
-except Exception as exc:
-    result["import"] = f"{type(exc).__name__}: {exc}"
+""" + import_attempt("sglang.srt.configs") + """
 if result["import"] == "ok":
     from sglang.srt.configs.deepseekvl2 import DeepseekVL2Config
     from sglang.srt.configs.janus_pro import MultiModalityConfig

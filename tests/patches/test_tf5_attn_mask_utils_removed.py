@@ -10,13 +10,11 @@ element for element (``torch.equal``, ``None`` where 4.55 returns ``None``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ._transformers import FAKE_CUDA, reference_file, run_json, sglang_on_transformers5
+from . import _transformers as tf5
 
 pytestmark = pytest.mark.wheels
 
@@ -57,15 +55,10 @@ torch.save(compute(_create_4d_causal_attention_mask, _prepare_4d_attention_mask)
 print("{}")
 """
 
-PATCHED = FAKE_CUDA + CASES + """
+PATCHED = tf5.FAKE_CUDA + CASES + """
 import json, sys, transformers
 result = {"transformers": transformers.__version__}
-try:
-    import sglang.srt.models.clip as clip
-    result["clip"] = "imported"
-except Exception as exc:
-    result["clip"] = f"{type(exc).__name__}: {exc}"
-    clip = None
+""" + tf5.import_attempt("sglang.srt.models.clip", "clip") + """
 if clip is not None:
     import transformers.modeling_attn_mask_utils as mask_utils
     assert clip._create_4d_causal_attention_mask is mask_utils._create_4d_causal_attention_mask
@@ -88,38 +81,20 @@ if clip is not None:
         mask_utils.AttentionMaskConverter
     except AttributeError as exc:
         result["other_attribute"] = str(exc)
-import sglang_shims
-result["state"] = sglang_shims.status()[PATCH]["state"]
-print(json.dumps(result))
-""".replace("PATCH", repr(PATCH))
+""" + tf5.end_with_state(PATCH)
 
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory,
-              pypi_release: Callable[[str, str], Path]) -> Path:
-    return reference_file(tmp_path_factory, pypi_release, REFERENCE, "masks")
-
-
-@pytest.fixture(scope="module")
-def paths(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path],
-          pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    return sglang_on_transformers5(sglang_release, pypi_release, standin_kernel)
-
-
-def run(paths: tuple[Path, ...], reference: Path, **env: str) -> dict[str, Any]:
-    return run_json(PATCHED, paths, env, args=(str(reference),))
+reference = tf5.reference_fixture(REFERENCE, "masks")
+paths = tf5.sglang_paths_fixture()
 
 
 def test_stock_clip_does_not_import(paths: tuple[Path, ...], reference: Path) -> None:
-    data = run(paths, reference, SGLANG_SHIMS_DISABLE=PATCH)
-    assert data["state"] == "disabled"
-    assert data["clip"] == \
+    assert tf5.run_stock(PATCHED, paths, PATCH, reference)["import"] == \
         "ModuleNotFoundError: No module named 'transformers.modeling_attn_mask_utils'"
 
 
 def test_patched_masks_equal_transformers_4_55(paths: tuple[Path, ...], reference: Path) -> None:
-    data = run(paths, reference)
-    assert data["state"] == "applied" and data["clip"] == "imported"
+    data = tf5.run_applied(PATCHED, paths, PATCH, reference)
+    assert data["import"] == "ok"
     assert data["registered"]
     assert len(data["causal"]) == 60 and all(data["causal"])
     assert 0 < data["causal_none"] < 60  # single-token queries without a window: None in both

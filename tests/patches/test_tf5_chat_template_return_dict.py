@@ -8,13 +8,12 @@ and template manager it reads are stand-ins).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ._transformers import run_json, sglang_on_transformers5
+from ._transformers import run_json, sglang_paths_fixture
 
 pytestmark = pytest.mark.wheels
 
@@ -87,10 +86,7 @@ print(json.dumps({
 """.replace("PATCH", repr(PATCH))
 
 
-@pytest.fixture(scope="module")
-def paths(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path],
-          pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    return sglang_on_transformers5(sglang_release, pypi_release, standin_kernel)
+paths = sglang_paths_fixture()
 
 
 def run(paths: tuple[Path, ...], **env: str) -> dict[str, Any]:

@@ -7,13 +7,11 @@ created, constructed, serialised and reloaded, and no other config class changes
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ._transformers import FAKE_CUDA, run_json, sglang_on_transformers5
+from ._transformers import FAKE_CUDA, run_applied, run_stock, sglang_paths_fixture
 
 pytestmark = pytest.mark.wheels
 
@@ -62,27 +60,19 @@ print(json.dumps(result))
 """.replace("PATCH", repr(PATCH))
 
 
-@pytest.fixture(scope="module")
-def paths(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path],
-          pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    return sglang_on_transformers5(sglang_release, pypi_release, standin_kernel)
-
-
-def run(paths: tuple[Path, ...], **env: str) -> dict[str, Any]:
-    return run_json(CODE, paths, env)
+paths = sglang_paths_fixture()
 
 
 def test_stock_vila_class_cannot_be_created(paths: tuple[Path, ...]) -> None:
-    data = run(paths, SGLANG_SHIMS_DISABLE=PATCH)
-    assert data["state"] == "disabled"
-    assert data["import"] == ("ValueError: mutable default <class 'dict'> for field"
-                              " sub_configs is not allowed: use default_factory")
+    assert run_stock(CODE, paths, PATCH)["import"] == (
+        "ValueError: mutable default <class 'dict'> for field sub_configs is not allowed:"
+        " use default_factory")
 
 
 def test_patched_vila_config_behaves(paths: tuple[Path, ...]) -> None:
-    stock = run(paths, SGLANG_SHIMS_DISABLE=PATCH)
-    data = run(paths)
-    assert data["state"] == "applied" and data["import"] == "ok", json.dumps(data)
+    stock = run_stock(CODE, paths, PATCH)
+    data = run_applied(CODE, paths, PATCH)
+    assert data["import"] == "ok", json.dumps(data)
     # the rejected three are plain class attributes again; the rest stay dataclass fields
     assert data["fields"] == ["hidden_size", "image_token_id", "model_type"]
     assert data["class_attributes"] == ["dict", ["text_config", "vision_config"],

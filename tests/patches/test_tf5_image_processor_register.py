@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ..conftest import need
-from ._transformers import end_with_state, run_json, transformers_paths
+from ._transformers import end_with_state, import_attempt, run_json, transformers_paths
 
 pytestmark = pytest.mark.wheels
 
@@ -26,11 +26,7 @@ CODE = """
 import json
 import transformers
 result = {"transformers": transformers.__version__}
-try:
-    import sglang.srt.configs
-    result["import"] = "ok"
-except Exception as exc:
-    result["import"] = f"{type(exc).__name__}: {exc}"
+""" + import_attempt("sglang.srt.configs") + """
 if result["import"] == "ok":
     from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING
     from sglang.srt.configs.janus_pro import MultiModalityConfig

@@ -10,17 +10,16 @@ from ``rope_parameters`` by this patch itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ._transformers import FAKE_CUDA, reference_file, run_json, sglang_on_transformers5
+from . import _transformers as tf5
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf5-pixtral-rope-renamed"
+paths = tf5.sglang_paths_fixture()  # sglang 0.5.1 on transformers 5
 
 CASES = """
 import random, torch
@@ -61,16 +60,11 @@ torch.save(compute(PixtralRotaryEmbedding, position_ids_in_meshgrid, v5=False), 
 print("{}")
 """
 
-PATCHED = FAKE_CUDA + CASES + """
+PATCHED = tf5.FAKE_CUDA + CASES + """
 import json, sys, transformers
 result = {"transformers": transformers.__version__}
 import sglang.srt.layers.quantization  # sglang 0.5.1 needs this first (own import cycle)
-try:
-    import sglang.srt.models.pixtral as pixtral
-    result["import"] = "ok"
-except Exception as exc:
-    result["import"] = f"{type(exc).__name__}: {exc}"
-    pixtral = None
+""" + tf5.import_attempt("sglang.srt.models.pixtral", "pixtral") + """
 if pixtral is not None:
     from transformers.models.pixtral import modeling_pixtral as upstream
     result["same_objects"] = (
@@ -84,41 +78,21 @@ if pixtral is not None:
             for x, y in zip(a, b)) for a, b in zip(ours, reference)]
     result["cos_dtypes"] = [str(a[2].dtype) for a in ours[:2]]
 import sglang_shims
-status = sglang_shims.status()
-result["state"] = status[PATCH]["state"]
-result["rope_theta_patch"] = status["tf5-rope-theta-moved"]["state"]
-print(json.dumps(result))
-""".replace("PATCH", repr(PATCH))
+result["rope_theta_patch"] = sglang_shims.status()["tf5-rope-theta-moved"]["state"]
+""" + tf5.end_with_state(PATCH)
 
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory,
-              pypi_release: Callable[[str, str], Path]) -> Path:
-    return reference_file(tmp_path_factory, pypi_release, REFERENCE, "pixtral_rope")
-
-
-@pytest.fixture(scope="module")
-def paths(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path],
-          pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    return sglang_on_transformers5(sglang_release, pypi_release, standin_kernel)
-
-
-def run(paths: tuple[Path, ...], reference: Path, disable: str) -> dict[str, Any]:
-    return run_json(PATCHED, paths, {"SGLANG_SHIMS_DISABLE": disable}, args=(str(reference),))
+reference = tf5.reference_fixture(REFERENCE, "pixtral_rope")
 
 
 def test_stock_pixtral_does_not_import(paths: tuple[Path, ...], reference: Path) -> None:
-    data = run(paths, reference, disable=PATCH)
-    assert data["state"] == "disabled"
-    assert data["import"].startswith(
-        "ImportError: cannot import name 'PixtralRotaryEmbedding' from "
-        "'transformers.models.pixtral.modeling_pixtral'")
+    tf5.check_stock_import_fails(PATCHED, paths, PATCH, reference, "PixtralRotaryEmbedding",
+                                 "transformers.models.pixtral.modeling_pixtral")
 
 
 def test_patched_rotary_equals_transformers_4_55(paths: tuple[Path, ...],
                                                  reference: Path) -> None:
-    data = run(paths, reference, disable="tf5-rope-theta-moved")
-    assert data["state"] == "applied" and data["import"] == "ok"
+    data = tf5.run_applied(PATCHED, paths, PATCH, reference, disable="tf5-rope-theta-moved")
+    assert data["import"] == "ok"
     assert data["rope_theta_patch"] == "disabled"  # the base comes from rope_parameters
     assert data["same_objects"] and data["new_class_kept"]
     assert len(data["equal"]) == 6 and all(data["equal"])

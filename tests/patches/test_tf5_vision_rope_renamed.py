@@ -8,13 +8,11 @@ buffers and outputs must be equal element for element.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ._transformers import FAKE_CUDA, reference_file, run_json, sglang_on_transformers5
+from . import _transformers as tf5
 
 pytestmark = pytest.mark.wheels
 
@@ -42,16 +40,11 @@ torch.save(compute(Qwen2_5_VisionRotaryEmbedding), sys.argv[1])
 print("{}")
 """
 
-PATCHED = FAKE_CUDA + CASES + """
+PATCHED = tf5.FAKE_CUDA + CASES + """
 import json, sys, transformers
 result = {"transformers": transformers.__version__}
 import sglang.srt.layers.quantization  # sglang 0.5.1 needs this first (own import cycle)
-try:
-    import sglang.srt.models.qwen2_5_vl as qwen2_5_vl
-    result["import"] = "ok"
-except Exception as exc:
-    result["import"] = f"{type(exc).__name__}: {exc}"
-    qwen2_5_vl = None
+""" + tf5.import_attempt("sglang.srt.models.qwen2_5_vl", "qwen2_5_vl") + """
 if qwen2_5_vl is not None:
     from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as upstream
     cls = qwen2_5_vl.Qwen2_5_VisionRotaryEmbedding
@@ -62,40 +55,20 @@ if qwen2_5_vl is not None:
         a[0].dtype == b[0].dtype and torch.equal(a[0], b[0]) and a[1].shape == b[1].shape
         and torch.equal(a[1], b[1]) and a[2] == b[2] for a, b in zip(ours, reference)]
     result["shapes"] = [list(a[1].shape) for a in ours]
-import sglang_shims
-result["state"] = sglang_shims.status()[PATCH]["state"]
-print(json.dumps(result))
-""".replace("PATCH", repr(PATCH))
+""" + tf5.end_with_state(PATCH)
 
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory,
-              pypi_release: Callable[[str, str], Path]) -> Path:
-    return reference_file(tmp_path_factory, pypi_release, REFERENCE, "qwen_rope")
-
-
-@pytest.fixture(scope="module")
-def paths(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., Path],
-          pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    return sglang_on_transformers5(sglang_release, pypi_release, standin_kernel)
-
-
-def run(paths: tuple[Path, ...], reference: Path, **env: str) -> dict[str, Any]:
-    return run_json(PATCHED, paths, env, args=(str(reference),))
+reference = tf5.reference_fixture(REFERENCE, "qwen_rope")
+paths = tf5.sglang_paths_fixture()
 
 
 def test_stock_qwen2_5_vl_does_not_import(paths: tuple[Path, ...], reference: Path) -> None:
-    data = run(paths, reference, SGLANG_SHIMS_DISABLE=PATCH)
-    assert data["state"] == "disabled"
-    assert data["import"].startswith(
-        "ImportError: cannot import name 'Qwen2_5_VisionRotaryEmbedding' from "
-        "'transformers.models.qwen2_5_vl.modeling_qwen2_5_vl'")
+    tf5.check_stock_import_fails(PATCHED, paths, PATCH, reference, "Qwen2_5_VisionRotaryEmbedding",
+                                 "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl")
 
 
 def test_patched_rotary_equals_transformers_4_55(paths: tuple[Path, ...],
                                                  reference: Path) -> None:
-    data = run(paths, reference)
-    assert data["state"] == "applied" and data["import"] == "ok"
-    assert data["same_object"] and data["new_class_kept"]
+    data = tf5.run_applied(PATCHED, paths, PATCH, reference)
+    assert data["import"] == "ok" and data["same_object"] and data["new_class_kept"]
     assert len(data["equal"]) == 7 and all(data["equal"])
     assert data["shapes"][1] == [64, 20]  # (seqlen, dim // 2)

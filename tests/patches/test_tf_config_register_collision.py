@@ -6,13 +6,17 @@ and sglang.srt.configs (imported by every sglang process) registers its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ._transformers import run_json, sglang_on_transformers5
+from ._transformers import (
+    end_with_state,
+    import_attempt,
+    run_applied,
+    run_stock,
+    sglang_paths_fixture,
+)
 
 pytestmark = pytest.mark.wheels
 
@@ -23,11 +27,7 @@ import json, tempfile
 import transformers
 from transformers import AutoConfig, LlamaConfig
 result = {"transformers": transformers.__version__}
-try:
-    import sglang.srt.configs
-    result["import"] = "ok"
-except Exception as exc:
-    result["import"] = f"{type(exc).__name__}: {exc}"
+""" + import_attempt("sglang.srt.configs") + """
 if result["import"] == "ok":
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
     from transformers.models.qwen3_asr.configuration_qwen3_asr import (
@@ -48,32 +48,20 @@ if result["import"] == "ok":
         result["others"] = "registered"
     except ValueError as exc:
         result["others"] = str(exc)
-import sglang_shims
-result["state"] = sglang_shims.status()[PATCH]["state"]
-print(json.dumps(result))
-""".replace("PATCH", repr(PATCH))
+""" + end_with_state(PATCH)
 
 
-@pytest.fixture(scope="module")
-def paths(sglang_release: Callable[[str], Path],
-          pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    return sglang_on_transformers5(sglang_release, pypi_release, sglang="0.5.19")
-
-
-def run(paths: tuple[Path, ...], **env: str) -> dict[str, Any]:
-    return run_json(CODE, paths, env)
+paths = sglang_paths_fixture(sglang="0.5.19", kernel=False)
 
 
 def test_stock_sglang_configs_do_not_import(paths: tuple[Path, ...]) -> None:
-    data = run(paths, SGLANG_SHIMS_DISABLE=PATCH)
-    assert data["state"] == "disabled"
-    assert data["import"] == ("ValueError: 'qwen3_asr' is already used by a Transformers"
-                              " config, pick another name.")
+    assert run_stock(CODE, paths, PATCH)["import"] == (
+        "ValueError: 'qwen3_asr' is already used by a Transformers config, pick another name.")
 
 
 def test_patched_sglang_keeps_its_qwen3_asr_config(paths: tuple[Path, ...]) -> None:
-    data = run(paths)
-    assert data["state"] == "applied" and data["import"] == "ok"
+    data = run_applied(CODE, paths, PATCH)
+    assert data["import"] == "ok"
     assert data["registered"] == [True, True]
     # AutoConfig now builds sglang's class (the thinker_config layout its model reads),
     # as sglang 0.5.20's exist_ok=True registration does
