@@ -11,6 +11,7 @@ percentiles (the least disturbed runs).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -109,16 +110,23 @@ def main() -> None:
         meta.mkdir()
         (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.1\n")
 
+        extra = tmp / "extra"
+        (extra / "demo-extra").mkdir(parents=True)
+        (extra / "demo-extra" / "manifest.toml").write_text(
+            'id = "demo-extra"\n[target]\nmodule = "json.decoder"\n')
+        extra.chmod(0o700)
         start = time_runs(
             {"bare venv": [str(without), "-c", "pass"],
              "with sglang-shims": [str(with_shims), "-c", "pass"],
              "with sglang-shims, SGLANG_SHIMS=0": [str(with_shims), "-c", "pass"],
+             "with sglang-shims, SGLANG_SHIMS_PATH set": [str(with_shims), "-c", "pass"],
              "reference: a .pth line importing nothing": [str(bare_pth), "-c", "pass"],
              "reference: a .pth importing an empty two-module package":
                  [str(package_pth), "-c", "pass"]},
             args.rounds,
             {"bare venv": base_env(), "with sglang-shims": base_env(),
              "with sglang-shims, SGLANG_SHIMS=0": base_env(SGLANG_SHIMS="0"),
+             "with sglang-shims, SGLANG_SHIMS_PATH set": base_env(SGLANG_SHIMS_PATH=str(extra)),
              "reference: a .pth line importing nothing": base_env(),
              "reference: a .pth importing an empty two-module package": base_env()})
         kernel_env = {"PYTHONPATH": str(kernel)}
@@ -127,24 +135,48 @@ def main() -> None:
             code = (f"import time, sys\n{preload}\nt = time.perf_counter()\nimport sgl_kernel\n"
                     "sys.stdout.write(str((time.perf_counter() - t) * 1000))")
             for name, env in (("shims on", base_env(**kernel_env)),
+                              ("shims on, SGLANG_SHIMS_PATH set",
+                               base_env(SGLANG_SHIMS_PATH=str(extra), **kernel_env)),
                               ("SGLANG_SHIMS=0", base_env(SGLANG_SHIMS="0", **kernel_env))):
                 first[f"{label}, {name}"] = [
                     float(subprocess.run([str(with_shims), "-c", code], env=env, check=True,
                                          capture_output=True, text=True).stdout)
                     for _ in range(max(20, args.rounds // 10))]
 
+        wake: dict[str, list[float]] = {"wake_ms": [], "judge_ms": []}
+        report = tmp / "reports"
+        code = f"import sys\n{PRELOAD}\nimport sgl_kernel\n"
+        for _ in range(max(20, args.rounds // 10)):
+            env = base_env(SGLANG_SHIMS_REPORT_DIR=str(report), **kernel_env)
+            done = subprocess.run([str(with_shims), "-c", code], env=env, check=True,
+                                  capture_output=True, text=True)
+            files = list(report.glob("*.json"))
+            if not files:
+                raise SystemExit(f"no report written: {done.stderr}")
+            timing = json.loads(files[0].read_text())["timing"]
+            files[0].unlink()
+            for key in wake:
+                wake[key].append(timing[key])
+
     print(f"date: {time.strftime('%Y-%m-%d')}; machine: {platform.machine()}, "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}; rounds: {args.rounds}")
-    print("\n| `python -c pass` | p10 ms | median ms | ratio of p10 to bare |")
-    print("|---|---|---|---|")
+    print("\n| `python -c pass` | p10 ms | median ms | ratio to bare (p10) | (median) |")
+    print("|---|---|---|---|---|")
     base = percentile(start["bare venv"], 0.1)
+    base_median = statistics.median(start["bare venv"])
     for name, values in start.items():
-        p10 = percentile(values, 0.1)
-        print(f"| {name} | {p10:.2f} | {statistics.median(values):.2f} | {p10 / base:.3f} |")
+        p10, median = percentile(values, 0.1), statistics.median(values)
+        print(f"| {name} | {p10:.2f} | {median:.2f} | {p10 / base:.3f} |"
+              f" {median / base_median:.3f} |")
     print("\n| first `import sgl_kernel` (stand-in 0.3.18, sglang 0.5.1 metadata), timed "
           "in-process | p10 ms | median ms |")
     print("|---|---|---|")
     for name, values in first.items():
+        print(f"| {name} | {percentile(values, 0.1):.2f} | {statistics.median(values):.2f} |")
+    print("\n| the report's `timing` (stdlib already loaded, first `import sgl_kernel`) |"
+          " p10 ms | median ms |")
+    print("|---|---|---|")
+    for name, values in wake.items():
         print(f"| {name} | {percentile(values, 0.1):.2f} | {statistics.median(values):.2f} |")
 
 

@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sglang_shims import _bootstrap, _errors
 from sglang_shims._toggles import Toggles
@@ -236,3 +238,25 @@ def test_bootstrap_is_loaded_from_where_site_found_it(tmp_path: Path) -> None:
     assert out.stdout.strip() == str(PACKAGE / "__init__.py")
 
 
+
+
+@given(version=st.from_regex(r"\Av?[0-9]{1,2}(\.[0-9]{1,2}){0,3}((a|b|rc)[0-9])?(\.post[0-9])?"
+                             r"(\.dev[0-9])?(\+[a-z0-9]{1,4})?\Z", fullmatch=True),
+       clauses=st.lists(st.tuples(
+           st.sampled_from(["==", "!=", "<", "<=", ">", ">=", "~=", "==="]),
+           st.from_regex(r"\A[0-9]{1,2}(\.[0-9]{1,2}){0,2}(rc[0-9]|\.post[0-9]|\.dev[0-9]|\.\*)?"
+                         r"\Z", fullmatch=True)), max_size=3))
+def test_gates_answer_as_packaging_does(version: str, clauses: list[tuple[str, str]]) -> None:
+    """The engine's gates skip importing packaging where the bootstrap's reader can tell;
+    the answer is packaging's either way."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
+    from sglang_shims.engine.gates import satisfies
+
+    spec = ",".join(op + bound for op, bound in clauses)
+    try:
+        expected = SpecifierSet(spec).contains(Version(version), prereleases=True)
+    except InvalidSpecifier:
+        return  # manifests are validated: an invalid specifier never reaches a gate
+    assert satisfies(version, spec) == (expected, "")

@@ -10,7 +10,6 @@ no longer matches its manifests (see :func:`digest`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -56,7 +55,11 @@ def from_data(data: dict[str, Any], folder: Path | None) -> Manifest:
 
 
 def digest(root: Path) -> str:
-    """A hash of every built-in manifest and whether it has code: what the JSON was made of."""
+    """A hash of every built-in manifest and whether it has code: what the JSON was made of.
+
+    Checked only in a source checkout (where manifests change under a built JSON)."""
+    import hashlib
+
     sha = hashlib.sha256()
     for manifest in sorted(root.glob("*/manifest.toml")):
         sha.update(manifest.parent.name.encode() + b"\0")

@@ -17,11 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*[a-z0-9]$")
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 SYMBOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
@@ -339,6 +334,12 @@ def parse(data: dict[str, Any], where: str, folder: Path | None = None,
 
 def load_text(text: str, where: str, folder: Path | None = None,
               source: str = "builtin") -> Manifest:
+    # imported here: a process reads the built-in manifests from catalog.json, and parses
+    # TOML only for SGLANG_SHIMS_PATH folders
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
