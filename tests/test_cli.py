@@ -70,7 +70,7 @@ def test_list_human_and_disabled(env051: tuple[Path, ...]) -> None:
     assert set(rule) <= {"-", " "}
     row = next(r for r in rows if r.startswith("sgl-kernel-fused-marlin-moe"))
     assert "disabled" in row and "SGLANG_SHIMS_DISABLE" in row
-    assert "warning: SGLANG_SHIMS_DISABLE names unknown patch 'bogus'" in text
+    assert "warning: SGLANG_SHIMS_DISABLE names 1 unknown patch id: 'bogus'" in text
 
 
 @pytest.mark.wheels
