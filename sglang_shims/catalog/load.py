@@ -136,9 +136,15 @@ def load(extra_path: str | None = None, include_builtin: bool = True,
     seen: dict[str, str] = {}
     if include_builtin:
         root = builtin_root(catalog.warnings)
-        shipped = None if toml else _data.read(root, check_digest=not root.is_relative_to(
-            Path(__file__).resolve().parents[1]))
+        checkout = not root.is_relative_to(Path(__file__).resolve().parents[1])
+        shipped = None if toml else _data.read(root, check_digest=checkout)
         if shipped is None:
+            if not toml and not checkout:
+                from .._bootstrap import remedy
+
+                catalog.warnings.append(
+                    f"the built-in catalog {_data.CATALOG_JSON} cannot be read; the manifests"
+                    f" are read instead. To fix it, {remedy()}")
             sources.append((root, "builtin"))
         else:
             catalog.manifests += shipped
