@@ -5,6 +5,7 @@ None when it cannot be told.  Expected answers are written out here, per case.""
 
 from __future__ import annotations
 
+import sys
 import types
 from pathlib import Path
 
@@ -59,3 +60,14 @@ def test_star_import_of_an_unreadable_module_cannot_be_told(tmp_path: Path) -> N
     answer, detail = exported("kpkg.m:name", search_path=[tmp_path])
     assert answer is None
     assert detail == "kpkg.m star-imports; cannot tell statically whether it has name"
+
+
+def test_imported_module_answers_without_a_live_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No live module and no search path: a fully imported module is asked, not its source
+    (this one has none)."""
+    module = types.ModuleType("judge_in_memory_xyz")
+    module.value = 1
+    monkeypatch.setitem(sys.modules, "judge_in_memory_xyz", module)
+    assert exported("judge_in_memory_xyz:value") == (True, "judge_in_memory_xyz exports value")
+    assert exported("judge_in_memory_xyz:gone") == (
+        False, "judge_in_memory_xyz does not export gone")
