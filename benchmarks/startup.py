@@ -47,6 +47,10 @@ REFERENCE_PTH = {
 }
 
 
+PIP_ARGS: list[str] = []
+"""Extra arguments for pip (``--pip-args "--no-index --find-links DIR"`` on an offline box)."""
+
+
 def make_venv(root: Path, wheel: Path | None, reference: str | None = None) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     python = root / "bin" / "python"
@@ -59,7 +63,7 @@ def make_venv(root: Path, wheel: Path | None, reference: str | None = None) -> P
             (site / "bench_pkg" / "boot.py").write_text("def activate():\n    pass\n")
     if wheel is not None:
         subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
-                        "--disable-pip-version-check", str(wheel)], check=True)
+                        "--disable-pip-version-check", *PIP_ARGS, str(wheel)], check=True)
     # compile what is there, as pip does for installed packages
     subprocess.run([str(python), "-m", "compileall", "-q", str(root / "lib")], check=False)
     return python
@@ -95,7 +99,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--wheel", type=Path)
+    parser.add_argument("--pip-args", default="", help="extra pip arguments, one string")
     args = parser.parse_args()
+    PIP_ARGS.extend(args.pip_args.split())
     from sglang_shims.testing import standin
 
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -155,8 +161,8 @@ def main() -> None:
                 raise SystemExit(f"no report written: {done.stderr}")
             timing = json.loads(files[0].read_text())["timing"]
             files[0].unlink()
-            for key in wake:
-                wake[key].append(timing[key])
+            for key, values in wake.items():
+                values.append(timing[key])
 
     print(f"date: {time.strftime('%Y-%m-%d')}; machine: {platform.machine()}, "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}; rounds: {args.rounds}")

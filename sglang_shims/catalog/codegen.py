@@ -46,10 +46,10 @@ PTH_COMMENT = (
 STAGE_ONE = (
     'import os, sys; os.environ.get("SGLANG_SHIMS", "").strip().lower() in'
     ' ("0", "false", "off", "no") or sys.meta_path.insert(0, type(sys.implementation)('
-    "sglang_shims_pth=True, find_spec=lambda n, p=None, t=None, r={roots},"
-    ' x=bool(os.environ.get("SGLANG_SHIMS_PATH", "").strip()), w={wake!r},'
-    ' d={{"site_path": sys.path[:]}}: (n in r or x and n not in ("sitecustomize", "usercustomize"))'
-    ' and (d.get("wake") or exec(w, d) or d["wake"])(n, p, t) or None))\n')
+    "sglang_shims_pth=1, find_spec=lambda n, *a, r={roots}, d={{'w': {wake!r},"
+    " 'site_path': sys.path[:], 'x': 'SGLANG_SHIMS_PATH' in os.environ}}:"
+    ' (n in r or d["x"] and n[-9:] != "customize")'
+    ' and (d.get("wake") or exec(d["w"], d) or d["wake"])(n, *a) or None))\n')
 
 # The second stage, run inside find_spec (the global import lock is held): it loads our
 # package (its __init__ imports nothing) and the bootstrap without the import system (no
@@ -60,9 +60,9 @@ STAGE_ONE = (
 # removing an entry would make it skip the next finder; the first stage stays, inert.
 WAKE = """\
 import os, sys
-def wake(n, p, t):
+def wake(n, p=None, t=None):
     global wake
-    wake = lambda n, p, t: None  # once: the watcher answers from now on
+    wake = lambda *a: None  # once: the watcher answers from now on
     try:
         b = sys.modules.get("sglang_shims._bootstrap")
         if b is None:
@@ -113,6 +113,10 @@ def wake(n, p, t):
     w = b.BOOT.watcher
     return w.find_spec(n, p, t) if w is not None and w in sys.meta_path else None
 """
+
+
+def _tuple(names: list[str]) -> str:
+    return "(" + ", ".join(f'"{n}"' for n in names) + ("," if len(names) == 1 else "") + ")"
 
 
 def _set(names: set[str] | list[str]) -> str:
@@ -168,7 +172,7 @@ def pth_text(roots: list[str]) -> str:
     literal = _set(roots)
     wake = WAKE.replace("{roots}", literal)
     return (PTH_COMMENT.format(roots=", ".join(roots))
-            + STAGE_ONE.format(roots=literal, wake=wake))
+            + STAGE_ONE.format(roots=_tuple(roots), wake=wake))
 
 
 def expected(catalog: _catalog.Catalog) -> dict[Path, str]:
