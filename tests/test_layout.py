@@ -260,3 +260,19 @@ def test_gates_answer_as_packaging_does(version: str, clauses: list[tuple[str, s
     except InvalidSpecifier:
         return  # manifests are validated: an invalid specifier never reaches a gate
     assert satisfies(version, spec) == (expected, "")
+
+
+def test_report_and_status_carry_the_wake_timing(tmp_path: Path) -> None:
+    write_package(tmp_path / "pkgs", {"sgl_kernel/__init__.py": "X = 1\n"})
+    reports = tmp_path / "reports"
+    out = run_python("""
+        import json, sgl_kernel, sglang_shims
+        print(json.dumps({k: v["judge_ms"] for k, v in sglang_shims.status().items()}))
+    """, paths=(tmp_path / "pkgs",), env={"SGLANG_SHIMS_REPORT_DIR": str(reports)})
+    judged = out.json()
+    assert isinstance(judged, dict) and judged["sgl-kernel-fused-marlin-moe"] > 0, out.stderr
+    assert judged["tf5-rope-theta-moved"] == 0  # its target was never imported
+    (report,) = reports.glob("*.json")
+    timing = json.loads(report.read_text())["timing"]
+    assert 0 < timing["wake_ms"] < 10_000 and timing["judge_ms"] >= judged[
+        "sgl-kernel-fused-marlin-moe"]
