@@ -176,3 +176,21 @@ def test_sglang_plugin_entry_point(wheel: Path, make_venv: Callable[[], Venv],
     with_pth = venv.run("-c", code)
     assert json.loads(with_pth.stdout) == [1, "applied", False,
                                            ["setattr sgl_kernel.fused_marlin_moe"]]
+
+
+def test_damaged_catalog_tells_end_users_what_to_do(
+        wheel: Path, make_venv: Callable[[], Venv], standin_kernel: Callable[..., Path]) -> None:
+    """A start-up table that no longer matches the installed catalog is reported with the
+    end user's remedy; the developer's codegen command is for source checkouts only."""
+    venv = make_venv()
+    pip_install(venv, wheel)
+    add_fake_sglang(venv, standin_kernel("0.3.18"))
+    catalog = venv.site / "sglang_shims" / "catalog" / "catalog.json"
+    data = json.loads(catalog.read_text())
+    data["manifests"] = [m for m in data["manifests"] if m["id"] != "tf5-rope-theta-moved"]
+    catalog.write_text(json.dumps(data))
+    out = venv.run("-c", IMPORT_AWQ)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("does not match the built-in patches") == 1, out.stderr
+    assert "pip install --force-reinstall sglang-shims" in out.stderr
+    assert "codegen" not in out.stderr
