@@ -276,3 +276,20 @@ def test_report_and_status_carry_the_wake_timing(tmp_path: Path) -> None:
     timing = json.loads(report.read_text())["timing"]
     assert 0 < timing["wake_ms"] < 10_000 and timing["judge_ms"] >= judged[
         "sgl-kernel-fused-marlin-moe"]
+
+
+def test_extra_folders_wake_nothing_at_start(tmp_path: Path) -> None:
+    """With SGLANG_SHIMS_PATH set, what site itself imports (sitecustomize, and pwd on
+    Python 3.12 when HOME is unset: built-in modules) wakes nothing; the first other import
+    does, and only the bootstrap wakes then, not the engine."""
+    (tmp_path / "extra").mkdir(mode=0o700)
+    line = (PACKAGE / "_activation" / "sglang_shims.pth").read_text().splitlines()[1]
+    out = run_python(line + "\nimport sys\n"
+                     "sys.modules.pop('pwd', None)\nimport pwd\n"
+                     "before = [m for m in sys.modules if 'shims' in m]\n"
+                     "import json.decoder, json, colorsys\n"
+                     "after = [m for m in sys.modules if 'shims' in m]\n"
+                     "print(json.dumps([before, 'sglang_shims._bootstrap' in after,"
+                     " 'sglang_shims.engine' in after]))\n",
+                     env={"SGLANG_SHIMS_PATH": str(tmp_path / "extra")}, activate=False)
+    assert out.json() == [[], True, False], out.stderr

@@ -39,8 +39,9 @@ PTH_COMMENT = (
     " SGLANG_SHIMS=0 turns it off; `pip uninstall sglang-shims` removes this file.\n")
 
 # The first stage: a finder made of a lambda on a SimpleNamespace (no class to compile,
-# nothing to import).  It answers None for every name but the watched roots (any name but
-# sitecustomize/usercustomize when SGLANG_SHIMS_PATH is set, whose targets it cannot know);
+# nothing to import).  It answers None for every name but the watched roots (when
+# SGLANG_SHIMS_PATH is set, whose targets it cannot know yet: any name but sitecustomize,
+# usercustomize and the built-in modules that site itself may import, such as pwd);
 # on the first of those it runs WAKE, compiled only then.  ``d`` keeps sys.path as site had
 # it, so that the package is found where it is installed, not in the current directory.
 STAGE_ONE = (
@@ -48,7 +49,7 @@ STAGE_ONE = (
     ' ("0", "false", "off", "no") or sys.meta_path.insert(0, type(sys.implementation)('
     "sglang_shims_pth=1, find_spec=lambda n, *a, r={roots}, d={{'w': {wake!r},"
     " 'site_path': sys.path[:], 'x': 'SGLANG_SHIMS_PATH' in os.environ}}:"
-    ' (n in r or d["x"] and n[-9:] != "customize")'
+    ' (n in r or d["x"] and n[-9:] != "customize" and n not in sys.builtin_module_names)'
     ' and (d.get("wake") or exec(d["w"], d) or d["wake"])(n, *a) or None))\n')
 
 # The second stage, run inside find_spec (the global import lock is held): it loads our
