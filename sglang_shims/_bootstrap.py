@@ -46,6 +46,7 @@ TARGETS = {
     "sgl-kernel-cuda-runtime-preload": "sgl_kernel",
     "sgl-kernel-dist-renamed": "sglang.srt.entrypoints.engine",
     "sgl-kernel-fused-marlin-moe": "sgl_kernel",
+    "sgl-kernel-missing-symbols": "sgl_kernel",
     "sgl-kernel-triton-fallback": "sgl_kernel",
     "sm120-triton-attention-tiles": "sglang.srt.utils",
     "sm120-trtllm-backend-autoselect": "sglang.srt.server_args",

@@ -1,0 +1,102 @@
+"""Lazy stand-ins for every kernel name the installed sglang needs and the kernel lacks.
+
+Which names to supply is data, not a range: :mod:`sglang_shims.kernels.symbols` lists,
+for every published sglang release, the names it imports from ``sgl_kernel`` at
+module level without a fallback.  Comparing that list with what the live module binds
+covers both directions of skew -- a kernel older than sglang's pin (``awq_dequantize``
+before 0.1.x, issue 5867) and one newer than it (names dropped by the 0.4.0 slimming)
+-- with one rule.  A name that is a submodule on disk is left to the import system.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from sglang_shims.kernels import symbols
+from sglang_shims.patching import OptionalSymbol, PatchContext, Retired
+
+KERNEL_DISTS = ("sglang-kernel", "sgl-kernel")
+
+
+def _version(ctx: PatchContext, dist: str) -> str | None:
+    found = ctx.versions.get(dist)
+    if found:
+        return found
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _kernel(ctx: PatchContext) -> tuple[str, str | None]:
+    """(how to name the installed kernel, its version)."""
+    for dist in KERNEL_DISTS:
+        version = _version(ctx, dist)
+        if version:
+            return f"{dist} {version}", version
+    return "kernel (no sgl-kernel or sglang-kernel distribution found)", None
+
+
+def _submodules(module: Any) -> set[str]:
+    """Names that ``from sgl_kernel import X`` would load as a submodule file."""
+    found: set[str] = set()
+    for folder in getattr(module, "__path__", None) or ():
+        try:
+            entries = [p.name for p in Path(folder).iterdir()]
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.endswith((".py", ".so", ".pyd")) or "." not in entry:
+                found.add(entry.split(".", 1)[0])
+    return found
+
+
+def explain(name: str, sglang: str, module: str, kernel: str) -> str:
+    """The call-time message: what is missing, who needs it, what to install."""
+    pin = symbols.pinned(sglang)
+    install = (f"sglang {sglang} pins {pin}: pip install '{pin}' (the build matching your"
+               " torch)" if pin else
+               "install one of those kernel versions (the build matching your torch)")
+    return (f"sgl_kernel.{name} is not available: the installed {kernel} does not export it,"
+            f" and sglang {sglang} imports it at module level (first in {module}). Kernel"
+            f" versions that export it: {symbols.exported_by(name)}. {install}."
+            " [sglang-shims patch 'sgl-kernel-missing-symbols' supplies the name so that"
+            " importing sglang works; see `sglang-shims explain sgl-kernel-missing-symbols`]")
+
+
+def missing(sglang: str, module: Any, kernel: str | None = None) -> dict[str, str] | None:
+    """{name: importing module} that need a stand-in; None when the data lacks ``sglang``.
+
+    A name another patch owns for this ``kernel`` (fused_marlin_moe on sgl-kernel
+    >= 0.3.18: sgl-kernel-fused-marlin-moe) is left to it, toggle and remedy included.
+    """
+    needs = symbols.needed(sglang)
+    if needs is None:
+        return None
+    bound = set(vars(module)) | _submodules(module) | set(symbols.deferred(kernel))
+    return {name: where for name, where in needs.items() if name not in bound}
+
+
+def apply(ctx: PatchContext) -> None:
+    sglang = _version(ctx, "sglang")
+    if sglang is None:
+        raise Retired("sglang is not installed")
+    kernel, kernel_version = _kernel(ctx)
+    todo = missing(sglang, ctx.module, kernel_version)
+    if todo is None:
+        first, last = symbols.load()["releases"][0], symbols.load()["releases"][-1]
+        raise Retired(f"no import data for sglang {sglang} (the data covers the published"
+                      f" releases {first} to {last})")
+    if not todo:
+        raise Retired(f"the installed {kernel} binds every name sglang {sglang}"
+                      " imports from it")
+    for name, where in sorted(todo.items()):
+        def message(name: str = name, where: str = where) -> str:
+            return explain(name, sglang, where, kernel)
+
+        ctx.setattr(ctx.module, name,
+                    OptionalSymbol("sgl_kernel", name, ctx.manifest.id, message))
+    ctx.note(f"supplied {len(todo)} name(s) missing from the installed {kernel}:"
+             f" {', '.join(sorted(todo))}")

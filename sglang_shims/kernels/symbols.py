@@ -1,0 +1,280 @@
+"""Which ``sgl_kernel`` names each sglang release needs, and which kernels export them.
+
+sglang binds most kernel entry points with module-level ``from sgl_kernel import ...``
+lines.  When the installed kernel is older or newer than the one that sglang release
+was built against, one missing name fails the import of a whole model family, long
+before any kernel runs.  The patch ``sgl-kernel-missing-symbols`` turns exactly those
+names into lazy proxies; this module holds the facts it needs, read from the wheels:
+
+* for every published sglang release, the names it imports from ``sgl_kernel`` at
+  module level *without* a guard (a guard -- ``try/except ImportError``, a
+  ``hasattr``/``getattr`` probe -- means sglang has its own fallback, which a proxy
+  would defeat, so guarded names are never proxied);
+* the kernel each release pins (``Requires-Dist``), for the remedy; a name that the
+  pinned kernel does not export either is left out (sglang imports it on another
+  platform's path, or from a kernel newer than the data), so a pinned install is
+  never touched;
+* for every name, the kernel versions that export it (``data/sgl_kernel_exports.json``).
+
+The data file is small and read once per process when the patch wakes (``json.loads``
+of ~40 KB).  :func:`build` regenerates it from the cached wheels; a test checks that
+the committed file equals what ``build`` gives.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).with_name("data") / "sgl_kernel_symbols.json"
+EXPORTS = Path(__file__).with_name("data") / "sgl_kernel_exports.json"
+SCHEMA = 1
+
+# Exceptions whose handler turns a failed import into sglang's own fallback.
+_GUARDS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException",
+                     "AttributeError"})
+
+
+@cache
+def load() -> dict[str, Any]:
+    """The committed data (see the module docstring)."""
+    data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    return data
+
+
+def release(version: str) -> str:
+    """A version as the data keys it: the local part (``+cu128``) dropped."""
+    return version.partition("+")[0]
+
+
+def _index(sglang: str) -> int | None:
+    try:
+        return int(load()["releases"].index(release(sglang)))
+    except ValueError:
+        return None
+
+
+def needed(sglang: str) -> dict[str, str] | None:
+    """{name: a module importing it} for one sglang release; None if not in the data."""
+    at = _index(sglang)
+    if at is None:
+        return None
+    return {name: entry["module"] for name, entry in load()["needs"].items()
+            if any(a <= at <= b for a, b in entry["spans"])}
+
+
+def pinned(sglang: str) -> str | None:
+    """The kernel requirement the sglang release declares (``sgl-kernel==0.1.0``)."""
+    at = _index(sglang)
+    return None if at is None else str(load()["pins"][at] or "") or None
+
+
+def exported_by(name: str) -> str:
+    """The kernel versions that export ``name``, as ranges: ``0.2.2-0.3.17.post2``."""
+    entry = load()["needs"].get(name)
+    if entry and entry["exported_by"]:
+        return ", ".join(entry["exported_by"])
+    first, last = load()["kernels"]
+    return f"no published kernel version ({first} to {last})"
+
+
+def deferred(kernel: str | None) -> dict[str, str]:
+    """{name: patch id} that another built-in patch supplies for this kernel version."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    owned = {}
+    for name, (patch_id, spec) in load()["deferred"].items():
+        try:
+            if kernel is None or Version(kernel) in SpecifierSet(spec):
+                owned[name] = patch_id
+        except InvalidVersion:
+            owned[name] = patch_id
+    return owned
+
+
+def needing(name: str) -> list[str]:
+    """The sglang releases that import ``name`` unguarded (for tests and the docs)."""
+    entry = load()["needs"].get(name, {"spans": []})
+    return [v for i, v in enumerate(load()["releases"])
+            if any(a <= i <= b for a, b in entry["spans"])]
+
+
+# -- building the data from wheels (tests and maintainers only) ---------------------------
+
+
+def _handler_names(handler: Any) -> set[str]:
+    import ast
+
+    if handler.type is None:
+        return {"BaseException"}
+    nodes = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return {n.id if isinstance(n, ast.Name) else getattr(n, "attr", "") for n in nodes}
+
+
+def imports_of(source: str) -> tuple[set[str], set[str]]:
+    """(unguarded module-level, guarded anywhere) ``sgl_kernel`` names of one file.
+
+    Module level includes ``if``/``with``/class bodies (they run at import); function
+    bodies are left out (their import fails only when called, as stock).  A name is
+    guarded when it is imported inside a ``try`` that catches an import failure, or
+    probed with ``hasattr``/``getattr`` on ``sgl_kernel``.
+    """
+    import ast
+
+    tree = ast.parse(source)
+    plain: set[str] = set()
+    guarded: set[str] = set()
+
+    def visit(node: ast.AST, top: bool, guard: bool) -> None:
+        if isinstance(node, ast.ImportFrom) and node.module == "sgl_kernel" and not node.level:
+            names = {a.name for a in node.names if a.name != "*"}
+            (guarded if guard else plain if top else set()).update(names)
+            return
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("hasattr", "getattr") \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and isinstance(node.args[0], ast.Name) and node.args[0].id == "sgl_kernel":
+            guarded.add(str(node.args[1].value))
+        if isinstance(node, ast.Try):
+            catches = set().union(*(_handler_names(h) for h in node.handlers)) \
+                if node.handlers else set()
+            inner = guard or bool(catches & _GUARDS)
+            for stmt in node.body:
+                visit(stmt, top, inner)
+            rest: list[ast.AST] = [*node.handlers, *node.orelse, *node.finalbody]
+            for other in rest:
+                visit(other, top, guard)
+            return
+        local = top and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for child in ast.iter_child_nodes(node):
+            visit(child, local, guard)
+
+    visit(tree, True, False)
+    return plain, guarded
+
+
+def _pin(metadata: str) -> str | None:
+    import re
+
+    pins = set()
+    for line in metadata.splitlines():
+        m = re.match(r"Requires-Dist:\s*(sgl[-_]kernel|sglang[-_]kernel)\s*\(?([=<>!~][^;)]*)",
+                     line, re.I)
+        if m:
+            pins.add(f"{m.group(1).lower().replace('_', '-')}{m.group(2).replace(' ', '')}")
+    return sorted(pins)[0] if pins else None
+
+
+def scan_wheel(path: Path) -> dict[str, Any]:
+    """{"pin", "needs": {name: module}} of one sglang wheel, read without installing it."""
+    import zipfile
+
+    plain: dict[str, str] = {}
+    guarded: set[str] = set()
+    pin = None
+    with zipfile.ZipFile(path) as wheel:
+        for info in sorted(wheel.infolist(), key=lambda i: i.filename):
+            name = info.filename
+            if name.endswith(".dist-info/METADATA"):
+                pin = _pin(wheel.read(info).decode("utf-8", "replace"))
+            if not (name.startswith("sglang/") and name.endswith(".py")):
+                continue
+            text = wheel.read(info).decode("utf-8", "replace")
+            if "sgl_kernel" not in text:
+                continue
+            try:
+                mod_plain, mod_guarded = imports_of(text)
+            except SyntaxError:
+                continue
+            module = name[:-3].removesuffix("/__init__").replace("/", ".")
+            for symbol in sorted(mod_plain):
+                plain.setdefault(symbol, module)
+            guarded |= mod_guarded
+    return {"pin": pin, "needs": {k: v for k, v in sorted(plain.items()) if k not in guarded}}
+
+
+def _spans(present: list[bool], versions: list[str]) -> list[str]:
+    spans, start = [], None
+    for i, here in enumerate([*present, False]):
+        if here and start is None:
+            start = i
+        elif not here and start is not None:
+            first, last = versions[start], versions[i - 1]
+            spans.append(first if first == last else f"{first}-{last}")
+            start = None
+    return spans
+
+
+def build(wheels: dict[str, Path]) -> dict[str, Any]:
+    """The data for ``{sglang version: wheel}`` (in release order) and the export data.
+
+    Kept small for wake-up: each name lists the spans of release indexes that import it.
+    """
+    exports = json.loads(EXPORTS.read_text(encoding="utf-8"))["versions"]
+    kernels = [v for v in exports if "+" not in v]
+    scanned = {v: scan_wheel(p) for v, p in wheels.items()}
+    for entry in scanned.values():
+        # A name the pinned kernel lacks too is imported on another platform's path
+        # (MUSA, XPU, HIP) or from a kernel not yet published: not the skew we repair.
+        pin = (entry["pin"] or "").partition("==")[2]
+        if pin in exports:
+            entry["needs"] = {n: m for n, m in entry["needs"].items()
+                              if n in exports[pin]["exports"]}
+    releases = [v for v, e in scanned.items() if e["needs"] or e["pin"]]
+    needs: dict[str, dict[str, Any]] = {}
+    for name in sorted({n for e in scanned.values() for n in e["needs"]}):
+        flags = [name in scanned[v]["needs"] for v in releases]
+        spans, start = [], None
+        for i, here in enumerate([*flags, False]):
+            if here and start is None:
+                start = i
+            elif not here and start is not None:
+                spans.append([start, i - 1])
+                start = None
+        module = next(scanned[v]["needs"][name] for v in releases if name in scanned[v]["needs"])
+        needs[name] = {"spans": spans, "module": module,
+                       "exported_by": _spans([name in exports[k]["exports"] for k in kernels],
+                                             kernels)}
+    return {"schema": SCHEMA,
+            "source": "sglang wheels: ast walk of every sglang/*.py (module-level"
+                      " `from sgl_kernel import`, guarded ones left out) and METADATA;"
+                      " kernel spans from sgl_kernel_exports.json",
+            "kernels": [kernels[0], kernels[-1]],
+            "releases": releases, "pins": [scanned[v]["pin"] for v in releases],
+            "deferred": _deferred(), "needs": needs}
+
+
+def _deferred() -> dict[str, list[str]]:
+    """[[provide]] names of built-in patches on ``sgl_kernel``: {name: [patch id, kernel
+    spec]}.  Inside that patch's kernel range it owns the name (its remedy, its toggle)."""
+    from ..catalog.manifest import load_text
+
+    found = {}
+    root = Path(__file__).resolve().parents[2] / "patches"
+    for manifest in sorted(root.glob("*/manifest.toml")):
+        parsed = load_text(manifest.read_text(encoding="utf-8"), str(manifest), manifest.parent)
+        if parsed.target == "sgl_kernel":
+            spec = next((g.spec for g in parsed.requires if "sgl-kernel" in g.dists), "")
+            for provide in parsed.provides:
+                found[provide.name] = [parsed.id, spec]
+    return found
+
+
+def render(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=0, separators=(",", ":")) + "\n"
+
+
+def main() -> None:
+    """Regenerate the data file from the wheel cache (every release in tests/data)."""
+    from ..testing import wheels
+
+    releases = (Path(__file__).resolve().parents[2] / "tests" / "data" / "sglang_releases.txt")
+    versions = releases.read_text(encoding="utf-8").split()
+    DATA.write_text(render(build({v: wheels.fetch("sglang", v) for v in versions})),
+                    encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

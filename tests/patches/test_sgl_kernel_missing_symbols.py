@@ -1,0 +1,219 @@
+"""sgl-kernel-missing-symbols: every kernel name sglang needs and the kernel lacks.
+
+Three layers, each against something the patch did not compute:
+
+* the committed import data equals a fresh ast walk of real sglang wheels (a sample
+  spread over every minor series; ``python -m sglang_shims.kernels.symbols`` rebuilds
+  all of them);
+* over every (sglang release, kernel version) pair of the data, the names the patch
+  supplies on a module with exactly that kernel's export surface are the names the
+  wheel walk says sglang needs, minus what that kernel exports -- never a guarded name,
+  never a name the kernel has;
+* on real sglang wheels with stand-in kernels, in both directions of skew, the stock
+  import fails with ``cannot import name`` and the patched one works, and the call
+  explains itself.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.version import Version
+
+from sglang_shims.catalog.manifest import load_text
+from sglang_shims.engine.journal import PatchContext, Retired
+from sglang_shims.kernels import symbols
+from sglang_shims.testing import standin, wheels
+
+from ..conftest import FAKE_CUDA, REPO, run_python
+
+PATCH = REPO / "patches" / "sgl-kernel-missing-symbols"
+SAMPLE = ["0.4.2", "0.4.3.post2", "0.4.6", "0.4.9.post3", "0.5.1", "0.5.5", "0.5.9", "0.5.10",
+          "0.5.16", "0.5.23"]
+
+
+def _patch() -> types.ModuleType:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("missing_symbols_patch", PATCH / "patch.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _kernel_module(version: str) -> types.ModuleType:
+    module = types.ModuleType("sgl_kernel")
+    names, _ = standin.surface(version)
+    for name in names:
+        setattr(module, name, object())
+    return module
+
+
+def _pin_filter(scanned: dict[str, Any]) -> dict[str, str]:
+    """Needs less what the exactly pinned kernel lacks too (other platforms' paths)."""
+    pin = scanned["pin"].partition("==")[2]
+    if pin not in standin.versions():
+        return dict(scanned["needs"])
+    exports = set(standin.surface(pin)[0])
+    return {n: m for n, m in scanned["needs"].items() if n in exports}
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("version", SAMPLE)
+def test_data_matches_the_wheel(version: str) -> None:
+    scanned = symbols.scan_wheel(wheels.fetch("sglang", version))
+    assert symbols.pinned(version) == scanned["pin"]
+    assert symbols.needed(version) is not None
+    assert set(symbols.needed(version) or ()) == set(_pin_filter(scanned))
+
+
+def test_guard_rules() -> None:
+    source = (
+        "from sgl_kernel import a, b\n"
+        "try:\n    from sgl_kernel import guarded\nexcept ImportError:\n    guarded = None\n"
+        "if _is_cuda:\n    from sgl_kernel import under_if\n"
+        "def f():\n    from sgl_kernel import local\n"
+        "class C:\n    from sgl_kernel import in_class\n"
+        "try:\n    from sgl_kernel import unguarded_try\nexcept KeyError:\n    pass\n"
+        "import sgl_kernel\nok = hasattr(sgl_kernel, 'probed')\n"
+        "from sgl_kernel.elementwise import sub\n")
+    plain, guarded = symbols.imports_of(source)
+    assert plain == {"a", "b", "under_if", "in_class", "unguarded_try"}
+    assert guarded == {"guarded", "probed"}
+
+
+def _expected(version: str, scanned: dict[str, str], kernel: str) -> set[str]:
+    owned = {"fused_marlin_moe"} if Version(kernel) >= Version("0.3.18") else set()
+    return set(scanned) - set(standin.surface(kernel)[0]) - owned
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("version", SAMPLE)
+def test_every_kernel_pair(version: str) -> None:
+    """Each kernel of the data against this sglang: the supplied names, exactly."""
+    patch = _patch()
+    found = symbols.scan_wheel(wheels.fetch("sglang", version))
+    scanned = _pin_filter(found)
+    pin = found["pin"].partition("==")[2]
+    if pin:
+        assert not patch.missing(version, _kernel_module(pin)), "a pinned install is touched"
+    differing = 0
+    for kernel in standin.versions():
+        module = _kernel_module(kernel)
+        got = patch.missing(version, module, kernel)
+        want = _expected(version, scanned, kernel) - set(vars(module))
+        assert set(got) == want, (version, kernel)
+        differing += bool(want)
+        assert not set(got) & set(standin.surface(kernel)[0])
+    assert differing > 0
+
+
+def test_every_pair_of_the_data() -> None:
+    """All (release, kernel) pairs: never a name the kernel binds, never a guarded one."""
+    patch = _patch()
+    guarded_8bit = "sgl_per_token_group_quant_8bit"  # sglang 0.5.9 probes it in try/except
+    assert guarded_8bit not in (symbols.needed("0.5.9") or {})
+    pairs = supplied = 0
+    for kernel in standin.versions():
+        module = _kernel_module(kernel)
+        exports = set(standin.surface(kernel)[0])
+        for version in symbols.load()["releases"]:
+            got = patch.missing(version, module, kernel)
+            assert got is not None
+            assert not set(got) & exports
+            if Version(kernel) >= Version("0.3.18"):
+                assert "fused_marlin_moe" not in got  # sgl-kernel-fused-marlin-moe's range
+            pairs += 1
+            supplied += bool(got)
+    assert pairs > 9000 and supplied > 1000
+
+
+def _ctx(module: types.ModuleType, sglang: str, kernel: str) -> PatchContext:
+    manifest = load_text((PATCH / "manifest.toml").read_text(), str(PATCH), PATCH)
+    return PatchContext(manifest, module, {"sglang": sglang, "sgl-kernel": kernel})
+
+
+def test_apply_supplies_and_explains() -> None:
+    """Issue 5867: sglang 0.4.6 with a kernel older than awq_dequantize."""
+    patch = _patch()
+    module = _kernel_module("0.0.4")
+    ctx = _ctx(module, "0.4.6", "0.0.4")
+    patch.apply(ctx)
+    proxy = module.awq_dequantize
+    with pytest.raises(Exception) as caught:
+        proxy(None)
+    text = str(caught.value)
+    for fact in ("sgl_kernel.awq_dequantize is not available", "sgl-kernel 0.0.4",
+                 "sglang 0.4.6 imports it", "0.0.4.post3-0.4.6.post1",
+                 "pip install 'sgl-kernel==0.0.9.post2'"):
+        assert fact in text, (fact, text)
+    ctx.undo()
+    assert not hasattr(module, "awq_dequantize")
+
+
+def test_retires_when_nothing_is_missing_or_release_unknown() -> None:
+    patch = _patch()
+    with pytest.raises(Retired, match="binds every name"):
+        patch.apply(_ctx(_kernel_module("0.0.9.post2"), "0.4.6", "0.0.9.post2"))
+    with pytest.raises(Retired, match=r"no import data for sglang 0\.4\.6\.dev1"):
+        patch.apply(_ctx(_kernel_module("0.0.4"), "0.4.6.dev1", "0.0.4"))
+
+
+CALL = """
+    import sgl_kernel
+    from sgl_kernel import {name}
+    try:
+        {name}(None)
+    except Exception as exc:
+        print(type(exc).__name__ + ": " + str(exc))
+    import json, sglang_shims
+    print(json.dumps(sglang_shims.status()["sgl-kernel-missing-symbols"]))
+"""
+
+# (sglang, kernel, a name that sglang imports and that kernel lacks, the pin)
+CASES = [
+    ("0.4.6", "0.0.4", "awq_dequantize", "sgl-kernel==0.0.9.post2"),         # kernel too old
+    ("0.5.9", "0.4.0", "awq_marlin_repack", "sgl-kernel==0.3.21"),           # kernel too new
+    ("0.5.16", "0.4.10", "cutlass_mla_decode", "sglang-kernel==0.4.5"),      # newer, 0.4.7 cut
+]
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize(("sglang", "kernel", "name", "pin"), CASES)
+def test_real_wheels_both_directions(sglang: str, kernel: str, name: str, pin: str,
+                                     sglang_release: Callable[[str], Path],
+                                     standin_kernel: Callable[..., Path]) -> None:
+    paths = (sglang_release(sglang), standin_kernel(kernel))
+    stock = run_python(CALL.format(name=name), paths=paths,
+                       env={"SGLANG_SHIMS_DISABLE": "sgl-kernel-missing-symbols"})
+    assert f"cannot import name '{name}' from 'sgl_kernel'" in stock.stderr, stock.stderr
+    fixed = run_python(CALL.format(name=name), paths=paths)
+    assert fixed.returncode == 0, fixed.stderr
+    error, status = fixed.stdout.splitlines()[:2]
+    assert error.startswith(f"MissingSymbolError: sgl_kernel.{name} is not available"), error
+    assert f" {kernel} does not export it" in error and f"pip install '{pin}'" in error
+    assert json.loads(status)["state"] == "applied"
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize(("sglang", "kernel", "first"), [
+    ("0.4.9.post3", "0.1.0", "fused_marlin_moe"),   # older than fused_marlin_moe (0.2.2)
+    ("0.5.1", "0.2.0", "gptq_marlin_gemm"),         # older than gptq_marlin_gemm (0.3.5)
+])
+def test_real_module_imports(sglang: str, kernel: str, first: str,
+                             sglang_release: Callable[[str], Path],
+                             standin_kernel: Callable[..., Path]) -> None:
+    """sglang's awq module, as imported on a CUDA machine, with a kernel older than it."""
+    code = FAKE_CUDA + "import sglang.srt.layers.quantization.awq as m; print('imported')"
+    paths = (sglang_release(sglang), standin_kernel(kernel))
+    stock = run_python(code, paths=paths, timeout=300,
+                       env={"SGLANG_SHIMS_DISABLE": "sgl-kernel-missing-symbols"})
+    assert f"cannot import name '{first}' from 'sgl_kernel'" in stock.stderr, stock.stderr
+    fixed = run_python(code, paths=paths, timeout=300)
+    assert fixed.returncode == 0 and fixed.stdout.strip() == "imported", fixed.stderr
