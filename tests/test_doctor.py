@@ -746,7 +746,7 @@ def test_green_ctx_driver() -> None:
                     facts({"sgl-kernel": "0.2.7"}, driver_version="535.86.10"))
     assert found is not None
     cases: tuple[tuple[dict[str, str], dict[str, Any]], ...] = (
-        ({"sgl-kernel": "0.2.7"}, {"driver_cuda": 12040}),
+        ({"sgl-kernel": "0.2.7"}, {"driver_cuda": 12050}),
         ({"sgl-kernel": "0.3.6.post1"}, {"driver_cuda": 12020}),
         ({"sgl-kernel": "0.2.5"}, {"driver_cuda": 12020}),
         ({"sgl-kernel": "0.2.7"}, {}))

@@ -65,8 +65,26 @@ VARIANT_INDEX = "https://docs.sglang.ai/whl/{label}/"
 GREEN_CTX_FIRST = "0.2.6"
 GREEN_CTX_LAST = "0.3.5"
 GREEN_CTX_FIXED = "0.3.6.post1"
-GREEN_CTX_MIN_DRIVER = 12040  # cuDriverGetVersion of CUDA 12.4; driver branch 550
-GREEN_CTX_MIN_DRIVER_BRANCH = 550
+# The driver API release that introduced each symbol (CUDA driver API reference, "Green
+# Contexts"; sglang PR 8090): cuGreenCtxCreate/Destroy came with 12.4, but
+# cuGreenCtxStreamCreate only with 12.5, so a 12.4 driver still fails on it.  As
+# (cuDriverGetVersion, first Linux driver branch).
+GREEN_CTX_SYMBOLS: dict[str, tuple[int, int]] = {
+    "cuGreenCtxCreate": (12040, 550),
+    "cuGreenCtxDestroy": (12040, 550),
+    "cuGreenCtxStreamCreate": (12050, 555),
+}
+# What common_ops of 0.2.6-0.3.5 imports (readelf, above): all three.
+GREEN_CTX_NEEDED = ("cuGreenCtxCreate", "cuGreenCtxDestroy", "cuGreenCtxStreamCreate")
+GREEN_CTX_MIN_DRIVER = max(GREEN_CTX_SYMBOLS[s][0] for s in GREEN_CTX_NEEDED)
+GREEN_CTX_MIN_DRIVER_BRANCH = max(GREEN_CTX_SYMBOLS[s][1] for s in GREEN_CTX_NEEDED)
+
+
+def green_ctx_lacking(driver_cuda: int | None, branch: int | None) -> list[str]:
+    """The needed green-context symbols a driver (by CUDA version or branch) lacks."""
+    return [s for s in GREEN_CTX_NEEDED
+            if (driver_cuda is not None and driver_cuda < GREEN_CTX_SYMBOLS[s][0])
+            or (driver_cuda is None and branch is not None and branch < GREEN_CTX_SYMBOLS[s][1])]
 
 # Where a GPU can find kernel images, by compute capability (sgl_kernel_history.md
 # §1.4, "Consequences").  Shown as part of a "no kernel image" remedy.

@@ -166,21 +166,26 @@ def _green_ctx_driver(facts: Facts) -> Verdict | None:
     if kernel is None or not version_between(public_version(kernel[1]), kf.GREEN_CTX_FIRST,
                                              kf.GREEN_CTX_LAST):
         return None
+    branch = None
     if facts.driver_cuda is not None:
-        old = facts.driver_cuda < kf.GREEN_CTX_MIN_DRIVER
         shown = f"CUDA {facts.driver_cuda // 1000}.{facts.driver_cuda % 1000 // 10}"
     elif facts.driver_version and facts.driver_version.split(".")[0].isdigit():
-        old = int(facts.driver_version.split(".")[0]) < kf.GREEN_CTX_MIN_DRIVER_BRANCH
+        branch = int(facts.driver_version.split(".")[0])
         shown = f"driver {facts.driver_version}"
     else:
         return None
-    if not old:
+    lacking = kf.green_ctx_lacking(facts.driver_cuda, branch)
+    if not lacking:
         return None
+    need = kf.GREEN_CTX_MIN_DRIVER
+    need_text = f"CUDA {need // 1000}.{need % 1000 // 10}"
+    # The loader names one unresolved symbol; which one depends on what the driver lacks.
+    first = "cuGreenCtxDestroy" if "cuGreenCtxDestroy" in lacking else lacking[0]
     return ("fail", f"{kernel[0]} {kernel[1]}'s common_ops links the CUDA green-context API "
-            f"(cuGreenCtxDestroy, cuGreenCtxStreamCreate), which drivers older than CUDA 12.4 "
-            f"lack; this one is {shown}: import fails with 'undefined symbol: cuGreenCtxDestroy'",
-            f"upgrade the NVIDIA driver to >= 550 (CUDA 12.4), or install sgl-kernel <= 0.2.5 or "
-            f">= {kf.GREEN_CTX_FIXED} built for your torch")
+            f"({', '.join(kf.GREEN_CTX_NEEDED)}); this driver ({shown}) lacks "
+            f"{', '.join(lacking)}: import fails with 'undefined symbol: {first}'",
+            f"upgrade the NVIDIA driver to >= {kf.GREEN_CTX_MIN_DRIVER_BRANCH} ({need_text}), or "
+            f"install sgl-kernel <= 0.2.5 or >= {kf.GREEN_CTX_FIXED} built for your torch")
 
 
 def _cudart_preload(facts: Facts) -> Verdict | None:
@@ -435,7 +440,7 @@ RULES: tuple[Rule, ...] = (
          "kernel CUDA major (DT_NEEDED libcudart, label or default build) != torch's",
          _cuda_major_variant),
     Rule("sgl-kernel-green-ctx-driver", 7, "https://github.com/sgl-project/sglang/issues/8432",
-         f"sgl-kernel {kf.GREEN_CTX_FIRST}–{kf.GREEN_CTX_LAST} with a driver < CUDA 12.4",
+         f"sgl-kernel {kf.GREEN_CTX_FIRST}–{kf.GREEN_CTX_LAST} with a driver < CUDA 12.5",
          _green_ctx_driver),
     Rule("sgl-kernel-cudart-preload", 4, "https://github.com/sgl-project/sglang/issues/18203",
          "sgl-kernel >=0.3.11,<0.3.18.post3, CUDA torch, CUDA home without lib/ or lib64/",
