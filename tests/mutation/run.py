@@ -2,7 +2,8 @@
 
 For each module named in ``config.toml``, every mutant is one small change to its syntax
 tree (a comparison flipped, ``and``/``or`` swapped, a ``not`` dropped, a constant changed,
-a statement replaced by ``pass``, a ``return`` value replaced by ``None``...).  The mutant
+a statement replaced by ``pass``, a ``return`` value replaced by ``None``...), spliced into
+the file's text in place of the node it changes, comments and layout kept.  The mutant
 is written over the module in a *scratch checkout* (never the working tree others edit),
 and the module's test files are run with ``SGLANG_SHIMS_CI=1 python -m pytest -x -n0``.
 A mutant is *killed* when the run fails or times out, *survived* when it passes.
@@ -101,46 +102,49 @@ def _fields(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
             yield from ((name, v) for v in value if isinstance(v, ast.AST))
 
 
-class _Replace(ast.NodeTransformer):
-    def __init__(self, index: int, replacement: ast.AST) -> None:
-        self.index, self.replacement, self.seen = index, replacement, 0
+def _splice(source: str, node: ast.AST, replacement: ast.AST) -> str | None:
+    """``source`` with ``node``'s exact text replaced (comments and layout elsewhere kept)."""
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    try:
+        begin = starts[node.lineno - 1] + len(  # type: ignore[attr-defined]
+            lines[node.lineno - 1].encode()[:node.col_offset].decode())  # type: ignore[attr-defined]
+        end = starts[node.end_lineno - 1] + len(  # type: ignore[attr-defined]
+            lines[node.end_lineno - 1].encode()[:node.end_col_offset].decode())  # type: ignore[attr-defined]
+    except (AttributeError, IndexError, TypeError, UnicodeDecodeError):
+        return None
+    text = ast.unparse(replacement)
+    if isinstance(node, ast.expr):
+        text = f"({text})"
+    mutated = source[:begin] + text + source[end:]
+    try:
+        ast.parse(mutated)
+    except SyntaxError:
+        return None
+    return mutated
 
-    def generic_visit(self, node: ast.AST) -> ast.AST:
-        return super().generic_visit(node)
 
-    def visit(self, node: ast.AST) -> ast.AST:
-        if self.seen == self.index:
-            self.seen += 1
-            return ast.copy_location(self.replacement, node)
-        self.seen += 1
-        return super().visit(node)
+def _inside_fstring(tree: ast.AST) -> set[int]:
+    return {id(n) for f in ast.walk(tree) if isinstance(f, ast.JoinedStr) for n in ast.walk(f)}
 
 
 def mutants(source: str) -> list[tuple[int, str, str]]:
     """Every mutant of ``source``: (line, description, mutated source)."""
     tree = ast.parse(source)
-    order = [n for n, _ in _preorder(tree)]
+    skip = _inside_fstring(tree)
     out = []
     for node, parent in _walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in skip:
             continue
         for description, replacement in _mutations(node, parent):
             assert replacement is not None
-            new_tree = _Replace(order.index(node), replacement).visit(copy.deepcopy(tree))
-            ast.fix_missing_locations(new_tree)
-            mutated = ast.unparse(new_tree)
-            out.append((getattr(node, "lineno", 0), description, mutated))
+            mutated = _splice(source, node, replacement)
+            if mutated is not None and mutated != source:
+                out.append((getattr(node, "lineno", 0), description, mutated))
     out.sort(key=lambda m: m[0])
     return out
-
-
-def _preorder(tree: ast.AST) -> Iterator[tuple[ast.AST, ast.AST | None]]:
-    """The order in which ``ast.NodeTransformer.visit`` meets nodes (pre-order, fields)."""
-    def rec(node: ast.AST, parent: ast.AST | None) -> Iterator[tuple[ast.AST, ast.AST | None]]:
-        yield node, parent
-        for _, child in _fields(node):
-            yield from rec(child, node)
-    yield from rec(tree, None)
 
 
 def run_tests(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]:
@@ -181,10 +185,7 @@ def main() -> int:
         found = found[::every]
         if args.limit:
             found = found[:args.limit]
-        # the baseline is the unmutated tree as the mutants are written: unparsed (no comments)
-        target.write_text(ast.unparse(ast.parse(original)), encoding="utf-8")
         outcome, seconds = run_tests(args.tree, entry["tests"], timeout * 3)
-        target.write_text(original, encoding="utf-8")
         if outcome != "survived":
             print(f"{path}: the unmutated tree fails its tests ({outcome}); skipped", flush=True)
             continue
