@@ -1,0 +1,95 @@
+"""A patch with ``when = "instead"`` stands in for its whole target module, and only when the
+real one cannot serve: ``unusable()`` gives a reason, the real import raises, or the user
+forces it.  Otherwise the real module is what the program gets.  Each case runs in a fresh
+interpreter with the patch in an extra patch folder (SGLANG_SHIMS_PATH)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import Result, manifest_text, run_python, write_package, write_patch
+
+PATCH = "stand-in-demo"
+
+CODE = """
+import os
+
+def unusable(ctx):
+    if os.environ.get("DEMO_UNUSABLE") == "raise":
+        raise RuntimeError("probe broke")
+    return os.environ.get("DEMO_UNUSABLE") or None
+
+def provide(ctx):
+    if os.environ.get("DEMO_PROVIDE") == "raise":
+        raise RuntimeError("cannot build")
+    ctx.module.VALUE = 42
+"""
+
+SNIPPET = """
+import json, sglang_shims
+try:
+    import sitarget
+    value = sitarget.VALUE
+except ImportError as exc:
+    value = f"{type(exc).__name__}: {exc}"
+entry = sglang_shims.status()["stand-in-demo"]
+print(json.dumps({"value": value, "state": entry["state"], "reason": entry["reason"]}))
+"""
+
+
+def run(tmp_path: Path, body: str = "VALUE = 1\n", **env: str) -> Result:
+    target = write_package(tmp_path / "site", {"sitarget/__init__.py": body})
+    patches = write_patch(tmp_path / "patches", PATCH,
+                          manifest_text(PATCH, "sitarget", when="instead"), CODE)
+    return run_python(SNIPPET, paths=(target,), env={"SGLANG_SHIMS_PATH": str(patches), **env})
+
+
+def outcome(result: Result) -> dict[str, object]:
+    assert result.returncode == 0, result.stderr
+    data = result.json()
+    assert isinstance(data, dict)
+    return data
+
+
+def test_real_module_serves_when_usable(tmp_path: Path) -> None:
+    data = outcome(run(tmp_path))
+    assert data["value"] == 1
+    assert data["state"] != "applied"
+
+
+def test_stands_in_when_unusable(tmp_path: Path) -> None:
+    data = outcome(run(tmp_path, DEMO_UNUSABLE="no code for this GPU"))
+    assert data["value"] == 42 and data["state"] == "applied"
+    assert "no code for this GPU" in str(data["reason"])
+
+
+def test_stands_in_when_the_real_import_fails(tmp_path: Path) -> None:
+    data = outcome(run(tmp_path, 'raise ImportError("libfoo.so: cannot open")\n'))
+    assert data["value"] == 42 and data["state"] == "applied"
+    assert "importing sitarget failed: ImportError: libfoo.so: cannot open" in str(
+        data["reason"])
+
+
+def test_forced_by_enable_stands_in_over_a_working_module(tmp_path: Path) -> None:
+    data = outcome(run(tmp_path, SGLANG_SHIMS_ENABLE=PATCH))
+    assert data["value"] == 42 and data["state"] == "applied"
+    assert "forced by SGLANG_SHIMS_ENABLE" in str(data["reason"])
+
+
+def test_unusable_raising_keeps_the_real_module(tmp_path: Path) -> None:
+    data = outcome(run(tmp_path, DEMO_UNUSABLE="raise"))
+    assert data["value"] == 1 and data["state"] == "failed"
+    assert "unusable() raised RuntimeError: probe broke" in str(data["reason"])
+
+
+@pytest.mark.parametrize("strict", [{}, {"SGLANG_SHIMS_STRICT": "1"}], ids=["normal", "strict"])
+def test_provide_raising_fails_the_import_by_name(tmp_path: Path, strict: dict[str, str]
+                                                  ) -> None:
+    data = outcome(run(tmp_path, DEMO_UNUSABLE="broken", DEMO_PROVIDE="raise", **strict))
+    assert data["state"] == "failed"
+    assert "provide() raised RuntimeError: cannot build" in str(data["reason"])
+    assert "could not stand in for sitarget" in str(data["value"])
+    assert json.dumps(data)  # a plain, reportable outcome
