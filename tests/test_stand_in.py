@@ -26,13 +26,14 @@ def provide(ctx):
     if os.environ.get("DEMO_PROVIDE") == "raise":
         raise RuntimeError("cannot build")
     ctx.module.VALUE = 42
+    ctx.module.CAUSE = ctx.cause  # why the real module cannot serve, for the stand-in's errors
 """
 
 SNIPPET = """
 import json, sglang_shims
 try:
     import sitarget
-    value = sitarget.VALUE
+    value = [sitarget.VALUE, getattr(sitarget, "CAUSE", None)]
 except ImportError as exc:
     value = f"{type(exc).__name__}: {exc}"
 entry = sglang_shims.status()["stand-in-demo"]
@@ -56,32 +57,33 @@ def outcome(result: Result) -> dict[str, object]:
 
 def test_real_module_serves_when_usable(tmp_path: Path) -> None:
     data = outcome(run(tmp_path))
-    assert data["value"] == 1
-    assert data["state"] != "applied"
+    assert data["value"] == [1, None]
+    assert data["state"] == "not-applicable"
+    assert data["reason"] == "the installed sitarget imported and can serve here"
 
 
 def test_stands_in_when_unusable(tmp_path: Path) -> None:
     data = outcome(run(tmp_path, DEMO_UNUSABLE="no code for this GPU"))
-    assert data["value"] == 42 and data["state"] == "applied"
+    assert data["value"] == [42, "no code for this GPU"] and data["state"] == "applied"
     assert "no code for this GPU" in str(data["reason"])
 
 
 def test_stands_in_when_the_real_import_fails(tmp_path: Path) -> None:
     data = outcome(run(tmp_path, 'raise ImportError("libfoo.so: cannot open")\n'))
-    assert data["value"] == 42 and data["state"] == "applied"
+    assert data["value"][0] == 42 and data["state"] == "applied"
     assert "importing sitarget failed: ImportError: libfoo.so: cannot open" in str(
         data["reason"])
 
 
 def test_forced_by_enable_stands_in_over_a_working_module(tmp_path: Path) -> None:
     data = outcome(run(tmp_path, SGLANG_SHIMS_ENABLE=PATCH))
-    assert data["value"] == 42 and data["state"] == "applied"
+    assert data["value"][0] == 42 and data["state"] == "applied"
     assert "forced by SGLANG_SHIMS_ENABLE" in str(data["reason"])
 
 
 def test_unusable_raising_keeps_the_real_module(tmp_path: Path) -> None:
     data = outcome(run(tmp_path, DEMO_UNUSABLE="raise"))
-    assert data["value"] == 1 and data["state"] == "failed"
+    assert data["value"] == [1, None] and data["state"] == "failed"
     assert "unusable() raised RuntimeError: probe broke" in str(data["reason"])
 
 
