@@ -6,6 +6,11 @@ module level without a fallback.  Comparing that list with what the live module 
 covers both directions of skew -- a kernel older than sglang's pin (``awq_dequantize``
 before 0.1.x, issue 5867) and one newer than it (names dropped by the 0.4.0 slimming)
 -- with one rule.  A name that is a submodule on disk is left to the import system.
+
+Each missing name is then routed (:mod:`sglang_shims.kernels.hybrid`): an adapter to
+the kernel's renamed successor, our Triton implementation, or -- where neither
+exists -- a proxy that raises on call.  ``status()[id]["details"]["kernel_ops"]``
+says, for every name this sglang imports, which of them serves it.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from sglang_shims.kernels import symbols
+from sglang_shims.kernels import hybrid, symbols
 from sglang_shims.patching import OptionalSymbol, PatchContext, Retired
 
 KERNEL_DISTS = ("sglang-kernel", "sgl-kernel")
@@ -92,11 +97,33 @@ def apply(ctx: PatchContext) -> None:
     if not todo:
         raise Retired(f"the installed {kernel} binds every name sglang {sglang}"
                       " imports from it")
+    # what the kernel itself binds (another patch's proxies, fused_marlin_moe's, are not it)
+    real = {n for n, v in vars(ctx.module).items() if not isinstance(v, OptionalSymbol)}
+    routes = hybrid.plan(todo, real)
     for name, where in sorted(todo.items()):
+        chosen = routes[name]
+        if chosen.provider != hybrid.NONE:
+            ctx.setattr(ctx.module, name, hybrid.implementation(name, chosen, ctx.module))
+            continue
+
         def message(name: str = name, where: str = where) -> str:
             return explain(name, sglang, where, kernel)
 
         ctx.setattr(ctx.module, name,
                     OptionalSymbol("sgl_kernel", name, ctx.manifest.id, message))
-    ctx.note(f"supplied {len(todo)} name(s) missing from the installed {kernel}:"
-             f" {', '.join(sorted(todo))}")
+    ctx.details["kernel_ops"] = table(sglang, routes, kernel_version, real)
+    by = {p: sorted(n for n, r in routes.items() if r.provider == p) for p in hybrid.PROVIDERS}
+    ctx.note(f"supplied {len(todo)} name(s) missing from the installed {kernel}: "
+             + "; ".join(f"{p}: {', '.join(names)}" for p, names in by.items() if names))
+
+
+def table(sglang: str, routes: dict[str, hybrid.Route], kernel: str | None,
+          bound: set[str]) -> dict[str, str]:
+    """{name: provider label} for every name the sglang release imports from the kernel
+    (``bound``: what the kernel itself binds)."""
+    out = {name: hybrid.REAL for name in symbols.needed(sglang) or ()}
+    out.update({name: f"{hybrid.NONE}: patch {pid}"
+                for name, pid in symbols.deferred(kernel).items()
+                if name in out and name not in bound})
+    out.update({name: chosen.label() for name, chosen in routes.items()})
+    return dict(sorted(out.items()))

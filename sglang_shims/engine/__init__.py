@@ -311,7 +311,7 @@ class Engine:
             self.specs[manifest.id] = getattr(module, "__spec__", None)
             self.order.append(manifest.id)
         self._set(manifest, "applied", f"standing in for {name}: {reason}",
-                  changes=ctx.changes, notes=ctx.notes)
+                  changes=ctx.changes, notes=ctx.notes, details=ctx.details)
         self.write_report()
 
     def _real_module_served(self, name: str) -> None:
@@ -395,7 +395,7 @@ class Engine:
             self.order.append(manifest.id)
         reason = judged.reason + (" (late: target was imported before install())" if late else "")
         self._set(manifest, "applied", reason, gates=judged.gates, late=late,
-                  changes=ctx.changes, notes=ctx.notes)
+                  changes=ctx.changes, notes=ctx.notes, details=ctx.details)
 
     def _provide(self, manifest: Manifest, ctx: PatchContext) -> None:
         module = ctx.module

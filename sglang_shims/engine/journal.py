@@ -46,6 +46,8 @@ class PatchContext:
         self.versions = versions
         self.log = logging.getLogger(f"sglang_shims.patch.{manifest.id}")
         self.notes: list[str] = []
+        self.details: dict[str, Any] = {}
+        """Structured facts for this patch's report entry (``status()[id]["details"]``)."""
         self.cause = ""
         """For a patch that stands in for its target: why the real module cannot serve."""
         self._undo: list[tuple[str, Callable[[], None]]] = []

@@ -56,6 +56,8 @@ class Record:
     notes: list[str] = field(default_factory=list)
     gates: list[str] = field(default_factory=list)
     proxies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    """What the patch reported beyond notes (``ctx.details``): e.g. per-op kernel providers."""
     at: float = 0.0
     judge_ms: float = 0.0
     """Time spent judging this patch (gates, retire rule, fingerprints), not applying it."""
