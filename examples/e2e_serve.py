@@ -1,34 +1,47 @@
-"""End to end: a real sglang serves through sglang-shims with no sgl-kernel installed.
+"""End to end: a real sglang serves through sglang-shims, with and without a real sgl-kernel.
 
-One command, on a machine with one NVIDIA GPU, sglang (e.g. 0.5.1) and sglang-shims
-installed in the Python running this script, and no network:
+One command, on a machine with one NVIDIA GPU, sglang and sglang-shims installed in the
+Python running this script, and no network:
 
-    python examples/e2e_serve.py --out results/
+    python examples/e2e_serve.py --out results/                       # sglang 0.5.1 style
+    python examples/e2e_serve.py --out results/ --kernel-dir DIR --modes none,real,broken \
+        --speed none:triton,none:torch,real:aot --cuda-graphs         # with a real kernel
 
-It builds a small BPE tokenizer and two small random-weight models (Qwen3 and Llama
-architectures) offline, then
+(``benchmarks/gpu_e2e.sh`` installs a carried sglang and runs this.)  It builds a small
+BPE tokenizer and two small random-weight models (Qwen3 and Llama architectures)
+offline, then
 
 1. greedy-decodes 8 prompts x 32 tokens with Hugging Face transformers (the reference);
 2. serves Qwen3 through ``python -m sglang_shims.launch`` and Llama through plain
-   ``python -m sglang.launch_server`` (the .pth hook), both in float32, and compares the
-   tokens of ``/generate`` (greedy) with the reference;
+   ``python -m sglang.launch_server`` (the .pth hook), both in float32, once per kernel
+   mode -- ``none``: no sgl_kernel importable (the fallback serves); ``real``: the
+   ``sgl_kernel`` in ``--kernel-dir`` first on ``PYTHONPATH`` (stock; the shims stand
+   back); ``broken``: a copy of it whose ``common_ops`` cannot load (it needs
+   ``libcudart.so.12``, as a kernel built for CUDA 12 does on a CUDA 13 stack), so the
+   fallback takes over and says why -- and compares the tokens of ``/generate`` with the
+   reference and with the ``real`` run;
 3. checks, from the per-process reports, that every patch that acted was applied in
    every sglang process (launcher / tokenizer manager, scheduler, detokenizer);
-4. measures decode throughput in bfloat16 at batch 1 and 32 with the Triton tier and
-   with the eager-PyTorch tier (``SGLANG_SHIMS_KERNEL_BACKEND=torch``), same settings.
+4. ``--speed``: one bfloat16 Qwen3 server per ``MODE:TIER`` (``none:triton``,
+   ``none:torch`` = the eager tier, ``real:aot``), same flags: decode tok/s at each batch
+   size (median of ``--reps``), per-step latency p50/p99 from the scheduler's own
+   per-step log line (``--decode-log-interval 1``), TTFT of a long prompt, and the number
+   of Triton kernels compiled during the timed part (a fresh ``TRITON_CACHE_DIR`` per
+   server, counted before and after).
 
-Token criterion: identical greedy tokens in float32, where both sides compute the same
-math in the same precision (the float32 runs set ``TRITON_F32_DEFAULT=ieee``: Triton's
-``tl.dot`` otherwise rounds float32 inputs to TF32, and sglang's Triton attention uses
-it); a sequence may differ from its first differing position only where the
-reference's own top-2 logit margin there is below 1e-3 (a tie that float32 rounding may
-break either way), which is reported.
+What is compared is printed and kept (``--eos``): by default EOS is not special on
+either side (transformers: argmax of the raw logits with its KV cache, no logits
+processors; sglang: ``ignore_eos=True``); ``--eos min-new-tokens`` masks EOS for the
+first N tokens on both sides instead.  Token criterion: identical greedy tokens in
+float32, where both sides compute the same math in the same precision (the float32 runs
+set ``TRITON_F32_DEFAULT=ieee``: Triton's ``tl.dot`` otherwise rounds float32 inputs to
+TF32, and sglang's Triton attention uses it); a sequence may differ from its first
+differing position only where the reference's own top-2 logit margin there is below
+1e-3 (a tie that float32 rounding may break either way), which is reported.
 
-``--fp32-tiers triton,torch`` also runs the float32 check on the eager-PyTorch tier and
-``--attention-backend torch_native`` swaps sglang's attention backend, to bisect a
-mismatch; ``e2e.json`` keeps every run's tokens and the reference's tokens and margins.
-
-It prints a markdown table and writes ``e2e.json`` and the server logs to ``--out``.
+The float32 servers run side by side (small models, one GPU); speed servers one at a
+time.  It prints a markdown table and writes ``e2e.json`` (every run's tokens, the
+reference's tokens and margins), ``e2e.md`` and the server logs to ``--out``.
 """
 
 from __future__ import annotations
@@ -37,6 +50,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import signal
 import socket
 import subprocess
@@ -50,7 +64,7 @@ from typing import Any
 FLAGS = ["--attention-backend", "triton", "--sampling-backend", "pytorch",
          "--disable-custom-all-reduce", "--mm-attention-backend", "sdpa",
          "--grammar-backend", "none", "--disable-cuda-graph", "--mem-fraction-static", "0.3",
-         "--context-length", "1024", "--log-level", "warning"]
+         "--context-length", "4096", "--log-level", "warning"]
 ENV = {"SGLANG_IS_FLASHINFER_AVAILABLE": "false"}
 # Triton computes tl.dot on float32 inputs in TF32 by default on sm_80+ (sglang's Triton
 # attention does); the float32 correctness runs ask for IEEE float32 so that both sides
@@ -89,7 +103,7 @@ def build_assets(work: Path) -> dict[str, Any]:
     vocab = len(fast)
     common = dict(vocab_size=vocab, hidden_size=512, intermediate_size=1024,
                   num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4,
-                  head_dim=64, max_position_embeddings=1024, rope_theta=1_000_000.0,
+                  head_dim=64, max_position_embeddings=4096, rope_theta=1_000_000.0,
                   rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=1,
                   eos_token_id=2, initializer_range=0.08, torch_dtype="float32")
     out = {}
@@ -107,29 +121,70 @@ def build_assets(work: Path) -> dict[str, Any]:
     return {"models": out, "prompts": prompts, "vocab": vocab}
 
 
-def reference(folder: Path, prompts: list[list[int]], new: int) -> list[dict[str, Any]]:
-    """Greedy decoding with transformers in float32 on the GPU, with top-2 margins."""
+def reference(folder: Path, prompts: list[list[int]], new: int, eos: str = "ignore",
+              eos_id: int = 2) -> list[dict[str, Any]]:
+    """Greedy decoding with transformers in float32 on the GPU, with top-2 margins.
+
+    ``eos="ignore"`` (default): a plain argmax loop over the model's raw logits with its
+    KV cache -- no logits processors, EOS is a token like any other -- which is what
+    sglang computes with ``ignore_eos=True`` and temperature 0.  ``eos="min-new-tokens"``:
+    ``generate(min_new_tokens=new)``, which masks EOS until ``new`` tokens exist; sglang
+    is then asked for ``min_new_tokens=new`` too (see :func:`sampling_params`).
+    """
     import torch
+    import transformers
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32).cuda()
+    key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+    model = AutoModelForCausalLM.from_pretrained(folder, **{key: torch.float32}).cuda()
     model.eval()
     out = []
     for ids in prompts:
         with torch.no_grad():
-            res = model.generate(torch.tensor([ids]).cuda(), max_new_tokens=new,
-                                 do_sample=False, output_scores=True,
-                                 return_dict_in_generate=True, pad_token_id=2,
-                                 min_new_tokens=new)
-        tokens = res.sequences[0, len(ids):].tolist()
+            if eos == "min-new-tokens":
+                res = model.generate(torch.tensor([ids]).cuda(), max_new_tokens=new,
+                                     do_sample=False, output_scores=True,
+                                     return_dict_in_generate=True, pad_token_id=eos_id,
+                                     min_new_tokens=new)
+                tokens = res.sequences[0, len(ids):].tolist()
+                scores = [s[0] for s in res.scores]
+            else:
+                tokens, scores = [], []
+                step = model(torch.tensor([ids]).cuda(), use_cache=True)
+                for _ in range(new):
+                    logits = step.logits[0, -1].float()
+                    token = int(torch.argmax(logits))
+                    tokens.append(token)
+                    scores.append(logits)
+                    step = model(torch.tensor([[token]]).cuda(),
+                                 past_key_values=step.past_key_values, use_cache=True)
         margins = []
-        for score in res.scores:
-            top = torch.topk(score[0].float(), 2).values
+        for score in scores:
+            top = torch.topk(score.float(), 2).values
             margins.append(float(top[0] - top[1]))
         out.append({"tokens": tokens, "margins": margins})
     del model
     torch.cuda.empty_cache()
     return out
+
+
+def sampling_params(new: int, eos: str = "ignore") -> dict[str, Any]:
+    """What sglang is asked for: greedy, and EOS treated as the reference treats it."""
+    params: dict[str, Any] = {"temperature": 0.0, "max_new_tokens": new}
+    if eos == "min-new-tokens":
+        params["min_new_tokens"] = new
+    else:
+        params["ignore_eos"] = True
+    return params
+
+
+WHAT_WAS_COMPARED = {
+    "ignore": "greedy tokens, EOS not special on either side: transformers = argmax of the raw"
+              " logits at every step (own loop with KV cache, no logits processors); sglang ="
+              " temperature 0, ignore_eos=True",
+    "min-new-tokens": "greedy tokens, EOS masked for the first N tokens on both sides:"
+                      " transformers generate(min_new_tokens=N); sglang min_new_tokens=N",
+}
 
 
 class Server:
@@ -141,7 +196,7 @@ class Server:
                                      stdout=log.open("w"), stderr=subprocess.STDOUT,
                                      start_new_session=True)
 
-    def wait(self, timeout: float = 150) -> None:
+    def wait(self, timeout: float = 300) -> None:
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -153,16 +208,27 @@ class Server:
                 time.sleep(1)
         raise RuntimeError(f"server not ready after {timeout}s; see {self.log}")
 
-    def generate(self, prompts: list[list[int]], new: int) -> tuple[list[list[int]], float]:
-        body = {"input_ids": prompts, "sampling_params": {
-            "temperature": 0.0, "max_new_tokens": new, "ignore_eos": True}}
+    def generate(self, prompts: list[list[int]], new: int, eos: str = "ignore"
+                 ) -> tuple[list[list[int]], float]:
+        body = {"input_ids": prompts, "sampling_params": sampling_params(new, eos)}
         req = urllib.request.Request(self.url + "/generate", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
         start = time.perf_counter()
         with urllib.request.urlopen(req, timeout=600) as resp:
             data = json.loads(resp.read())
         elapsed = time.perf_counter() - start
+        if isinstance(data, dict):
+            data = [data]
         return [d["output_ids"] for d in data], elapsed
+
+    def log_size(self) -> int:
+        time.sleep(0.3)  # let the scheduler's last log line of a request land
+        return self.log.stat().st_size
+
+    def log_text(self, start: int, end: int) -> str:
+        with self.log.open("rb") as f:
+            f.seek(start)
+            return f.read(end - start).decode("utf-8", "replace")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -202,62 +268,227 @@ def report_summary(directory: Path) -> dict[str, Any]:
     data = summary.as_dict()
     return {"processes": [(p["role"], p["origin"], p["applied"]) for p in summary.processes],
             "verdicts": {k: v["verdict"] for k, v in data["patches"].items()},
-            "problems": summary.problems}
+            "problems": summary.problems,
+            "fallback_reasons": sorted({
+                str(p.get("patches", {}).get("sgl-kernel-triton-fallback", {}).get("reason"))
+                for p in _reports(directory)})}
 
 
-def server_flags(attention_backend: str, cuda_graphs: bool) -> list[str]:
-    """FLAGS with the chosen attention backend; CUDA graphs on (up to batch 32) or off."""
+def _reports(directory: Path) -> list[dict[str, Any]]:
+    out = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            out.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def server_flags(attention_backend: str, cuda_graphs: bool, sglang: str = "0.5.1",
+                 max_bs: int = 32, mem: str = "0.3", speed_log: bool = False) -> list[str]:
+    """FLAGS with the chosen attention backend; CUDA graphs on (decode, up to ``max_bs``)
+    or off.  sglang >= 0.5.10 also captures prefill graphs by default: kept off, so that
+    every release runs the same decode-only graphs.  ``speed_log``: one scheduler log line
+    per decode step (its step time), at INFO."""
     flags = list(FLAGS)
     flags[flags.index("--attention-backend") + 1] = attention_backend
+    flags[flags.index("--mem-fraction-static") + 1] = mem
     if cuda_graphs:
         flags.remove("--disable-cuda-graph")
-        flags += ["--cuda-graph-max-bs", "32"]
+        flags += ["--cuda-graph-max-bs", str(max_bs)]
+        if _newer(sglang, "0.5.10"):
+            flags += ["--disable-prefill-cuda-graph"]
+    if speed_log:
+        flags[flags.index("--log-level") + 1] = "info"
+        flags += ["--decode-log-interval", "1"]
     return flags
 
 
-def serve(name: str, cmd: list[str], model: Path, dtype: str, out: Path,
-          extra_env: dict[str, str], work: list[tuple[list[list[int]], int]],
-          flags: list[str]) -> dict[str, Any]:
+def _newer(version: str, than: str) -> bool:
+    from packaging.version import Version
+
+    try:
+        return Version(version) >= Version(than)
+    except Exception:
+        return False
+
+
+STEP = re.compile(r"Decode batch[^\n]*?#running-req: (\d+)[^\n]*?(cuda graph|graph)[^:\n]*:"
+                  r" (True|False)[^\n]*?gen throughput \(token/s\): ([0-9.]+)")
+
+
+def step_times(log: str, batch: int) -> tuple[list[float], int]:
+    """Per-step seconds from the scheduler's decode lines (one per step at
+    ``--decode-log-interval 1``: batch / gen throughput), dropping each request's first
+    line (it spans the prefill and the idle time before it); and how many steps ran
+    outside a CUDA graph."""
+    steps, no_graph = [], 0
+    for match in list(STEP.finditer(log))[1:]:
+        running, graph, throughput = int(match.group(1)), match.group(3), float(match.group(4))
+        if running != batch or throughput <= 0:
+            continue
+        steps.append(running / throughput)
+        no_graph += graph == "False"
+    return steps, no_graph
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    pos = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[pos]
+
+
+def count_compiled(cache: Path) -> int:
+    """Kernels Triton compiled into this (fresh, per-server) cache: one .cubin each."""
+    return sum(1 for _ in cache.rglob("*.cubin")) if cache.is_dir() else 0
+
+
+def mode_env(mode: str, kernel_dir: Path | None, broken_dir: Path | None) -> dict[str, str]:
+    """PYTHONPATH for a kernel mode: none (no sgl_kernel), real, broken (unloadable)."""
+    base = os.environ.get("PYTHONPATH", "")
+    folder = {"none": None, "real": kernel_dir, "broken": broken_dir}[mode]
+    if mode != "none" and folder is None:
+        raise SystemExit(f"--modes {mode} needs --kernel-dir")
+    return {"PYTHONPATH": ":".join(p for p in (str(folder) if folder else "", base) if p)}
+
+
+def make_broken(kernel_dir: Path, work: Path, patchelf: str) -> tuple[Path, str]:
+    """A copy of the real kernel whose common_ops cannot load, the way a kernel built for
+    another CUDA does: its library needs ``libcudart.so.12``, absent on a CUDA 13 stack."""
+    import shutil
+
+    broken = work / "broken-kernel"
+    shutil.copytree(kernel_dir, broken)
+    libs = sorted(broken.glob("sgl_kernel/**/common_ops*.so"))
+    for lib in libs:
+        subprocess.run([patchelf, "--add-needed", "libcudart.so.12", str(lib)], check=True)
+    return broken, f"added DT_NEEDED libcudart.so.12 to {len(libs)} common_ops libraries"
+
+
+def start(name: str, cmd: list[str], model: Path, dtype: str, out: Path,
+          extra_env: dict[str, str], flags: list[str]) -> tuple[Server, Path]:
     reports = out / f"reports-{name}"
     env = {**os.environ, **ENV, **extra_env, "SGLANG_SHIMS_REPORT_DIR": str(reports)}
-    server = Server([*cmd, "--model-path", str(model), "--dtype", dtype, *flags], env,
-                    out / f"server-{name}.log")
-    result: dict[str, Any] = {"command": " ".join(cmd)}
-    try:
-        start = time.time()
-        server.wait()
-        result["ready_s"] = round(time.time() - start, 1)
-        result["runs"] = []
-        for prompts, new in work:
-            for _ in range(2):  # warm-up at this batch size (Triton JIT, allocator, graphs)
-                server.generate(prompts, 8)
-            tokens, seconds = server.generate(prompts, new)
-            result["runs"].append({"batch": len(prompts), "new": new, "seconds": seconds,
-                                   "tokens": tokens,
-                                   "tok_per_s": round(len(prompts) * new / seconds, 1)})
-    except Exception as exc:
-        result["error"] = f"{type(exc).__name__}: {exc}"
-    finally:
-        server.stop()
-    time.sleep(2)
+    return Server([*cmd, "--model-path", str(model), "--dtype", dtype, *flags], env,
+                  out / f"server-{name}.log"), reports
+
+
+def finish(server: Server, reports: Path, result: dict[str, Any]) -> dict[str, Any]:
+    server.stop()
+    time.sleep(1)
     result["report"] = report_summary(reports) if reports.is_dir() else None
     return result
+
+
+def correctness(jobs: list[dict[str, Any]], out: Path, eos: str) -> dict[str, dict[str, Any]]:
+    """One server at a time: sglang sizes its memory as if it owned the GPU, so servers
+    side by side fail its KV-cache check."""
+    results = {}
+    for job in jobs:
+        server, reports = start(job["key"], job["cmd"], job["model"], job["dtype"], out,
+                                job["env"], job["flags"])
+        result: dict[str, Any] = {"command": " ".join(job["cmd"][1:]), "mode": job["mode"],
+                                  "dtype": job["dtype"]}
+        try:
+            begin = time.time()
+            server.wait()
+            result["ready_s"] = round(time.time() - begin, 1)
+            tokens, _seconds = server.generate(job["prompts"], job["new"], eos)
+            result["tokens"] = tokens
+            result["compare"] = compare(tokens, job["reference"])
+        except Exception as exc:
+            result["error"] = f"{type(exc).__name__}: {exc}"
+        results[job["key"]] = finish(server, reports, result)
+        print(json.dumps({job["key"]: {k: v for k, v in results[job["key"]].items()
+                                       if k != "report"}}), flush=True)
+    return results
+
+
+def speed(key: str, cmd: list[str], model: Path, out: Path, env: dict[str, str],
+          flags: list[str], prompts: list[list[int]], batches: list[int], decode: int,
+          reps: int, long_prompt: int, vocab: int) -> dict[str, Any]:
+    """Decode tok/s per batch size, per-step latency, TTFT of a long prompt, and how many
+    Triton kernels were compiled during the timed part (fresh TRITON_CACHE_DIR)."""
+    import random
+
+    cache = out / f"triton-cache-{key}"
+    server, reports = start(key, cmd, model, "bfloat16", out,
+                            {**env, "TRITON_CACHE_DIR": str(cache)}, flags)
+    result: dict[str, Any] = {"command": " ".join(cmd[1:])}
+    rng = random.Random(7)
+
+    def long_prompts(n: int) -> list[list[int]]:
+        return [[rng.randrange(3, vocab) for _ in range(long_prompt)] for _ in range(n)]
+
+    try:
+        begin = time.time()
+        server.wait()
+        result["ready_s"] = round(time.time() - begin, 1)
+        for batch in batches:  # warm-up: every shape the timed part will run
+            work = (prompts * (batch // len(prompts) + 1))[:batch]
+            for _ in range(2):
+                server.generate(work, decode)
+        for p in long_prompts(2):
+            server.generate([p], 1)
+        compiled_before = count_compiled(cache)
+        result["compiled_before_timing"] = compiled_before
+        result["batches"] = {}
+        for batch in batches:
+            work = (prompts * (batch // len(prompts) + 1))[:batch]
+            rates, steps, no_graph = [], [], 0
+            for _ in range(reps):
+                mark = server.log_size()
+                _, seconds = server.generate(work, decode)
+                rates.append(batch * decode / seconds)
+                got, ng = step_times(server.log_text(mark, server.log_size()), batch)
+                steps += got
+                no_graph += ng
+            result["batches"][str(batch)] = {
+                "tok_per_s": rates, "median_tok_per_s": round(percentile(rates, 50), 1),
+                "step_ms_p50": round(1e3 * percentile(steps, 50), 3),
+                "step_ms_p99": round(1e3 * percentile(steps, 99), 3),
+                "steps": len(steps), "steps_without_graph": no_graph}
+        ttft = [server.generate([p], 1)[1] for p in long_prompts(reps)]
+        result["ttft_s"] = ttft
+        result["ttft_median_s"] = round(percentile(ttft, 50), 4)
+        result["long_prompt_tokens"] = long_prompt
+        result["compiled_during_timing"] = count_compiled(cache) - compiled_before
+    except Exception as exc:
+        result["error"] = f"{type(exc).__name__}: {exc}"
+    return finish(server, reports, result)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("e2e-results"))
     parser.add_argument("--new", type=int, default=32)
-    parser.add_argument("--decode", type=int, default=128, help="tokens per throughput run")
-    parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--models", default="qwen3,llama",
-                        help="which correctness runs (qwen3 via the launcher, llama via .pth)")
+                        help="correctness runs (qwen3 via the launcher, llama via .pth)")
+    parser.add_argument("--modes", default="none",
+                        help="kernel modes for the correctness runs: none (no sgl_kernel),"
+                             " real (--kernel-dir first on PYTHONPATH), broken (a copy of it"
+                             " whose common_ops cannot load)")
+    parser.add_argument("--kernel-dir", type=Path,
+                        help="a folder holding a real sgl_kernel package (and its dist-info)")
+    parser.add_argument("--patchelf", default="patchelf", help="for --modes broken")
+    parser.add_argument("--eos", choices=sorted(WHAT_WAS_COMPARED), default="ignore")
     parser.add_argument("--attention-backend", default="triton",
                         help="sglang attention backend for every run (triton, torch_native)")
-    parser.add_argument("--cuda-graphs", action="store_true",
-                        help="throughput runs with sglang's CUDA graphs (up to batch 32)")
+    parser.add_argument("--runs", default="",
+                        help="only these correctness runs, by key (e.g. real-llama-bf16)")
     parser.add_argument("--fp32-tiers", default="triton",
-                        help="kernel tiers for the float32 correctness runs: triton,torch")
+                        help="kernel tiers for the float32 runs of mode none: triton,torch")
+    parser.add_argument("--speed", default="",
+                        help="speed runs, MODE:TIER list, e.g. none:triton,none:torch,real:aot")
+    parser.add_argument("--batches", default="1,8,32,64")
+    parser.add_argument("--decode", type=int, default=128, help="tokens per throughput run")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--long-prompt", type=int, default=3000, help="TTFT prompt tokens")
+    parser.add_argument("--cuda-graphs", action="store_true",
+                        help="speed runs with sglang's decode CUDA graphs (up to the largest"
+                             " batch)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     import torch
@@ -267,81 +498,176 @@ def main() -> int:
     prompts = assets["prompts"]
     results: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"), "gpu": torch.cuda.get_device_name(0),
-        "python": platform.python_version(), "torch": torch.__version__}
-    for dist in ("sglang", "transformers", "triton", "sglang-shims", "sgl-kernel"):
-        try:
-            from importlib.metadata import version
+        "python": platform.python_version(), "torch": torch.__version__,
+        "compared": WHAT_WAS_COMPARED[args.eos], "eos": args.eos}
+    from importlib.metadata import version
 
+    for dist in ("sglang", "transformers", "triton", "sglang-shims", "sgl-kernel",
+                 "sglang-kernel", "flashinfer-python"):
+        try:
             results[dist] = version(dist)
         except Exception:
             results[dist] = None
+    sglang = results["sglang"] or "0"
+    kernel_dir = args.kernel_dir.resolve() if args.kernel_dir else None
+    broken = None
+    modes = [m for m in args.modes.split(",") if m]
+    speed_runs = [tuple(s.split(":")) for s in args.speed.split(",") if s]
+    if "broken" in modes or any(m == "broken" for m, _ in speed_runs):
+        if kernel_dir is None:
+            raise SystemExit("--modes broken needs --kernel-dir")
+        broken, how = make_broken(kernel_dir, work_dir, args.patchelf)
+        results["broken_kernel"] = how
+    if kernel_dir is not None:
+        results["kernel_dir_version"] = next(
+            (p.name for p in kernel_dir.glob("*.dist-info")), None)
+    print("compared:", results["compared"], flush=True)
     launcher = [sys.executable, "-m", "sglang_shims.launch"]
     plain = [sys.executable, "-m", "sglang.launch_server"]
+    jobs = []
     for name, cmd in (("qwen3", launcher), ("llama", plain)):
         if name not in args.models.split(","):
             continue
-        ref = reference(assets["models"][name], prompts, args.new)
+        ref = reference(assets["models"][name], prompts, args.new, args.eos)
         results[f"{name}-reference"] = ref
-        for tier in args.fp32_tiers.split(","):
-            key = f"{name}-fp32" + ("" if tier == "triton" else f"-{tier}")
-            env = dict(FP32_ENV)
-            if tier != "triton":
-                env["SGLANG_SHIMS_KERNEL_BACKEND"] = tier
-            run = serve(key, cmd, assets["models"][name], "float32", args.out, env,
-                        [(prompts, args.new)],
-                        server_flags(args.attention_backend, cuda_graphs=False))
-            if run.get("runs"):  # tokens are kept in e2e.json for bisecting a mismatch
-                run["compare"] = compare(run["runs"][0]["tokens"], ref)
-            results[key] = run
-            print(json.dumps({key: {k: v for k, v in run.items() if k != "runs"}}, indent=1),
-                  flush=True)
-    if not args.skip_throughput:
-        batch32 = (prompts * 4)[:32]
-        for tier, env in (("triton", {}), ("torch", {"SGLANG_SHIMS_KERNEL_BACKEND": "torch"})):
-            run = serve(f"qwen3-bf16-{tier}", plain, assets["models"]["qwen3"], "bfloat16",
-                        args.out, env, [(prompts[:1], args.decode), (batch32, args.decode)],
-                        server_flags(args.attention_backend, args.cuda_graphs))
-            run["cuda_graphs"] = args.cuda_graphs
-            for r in run.get("runs", []):
-                r.pop("tokens", None)
-            results[f"qwen3-bf16-{tier}"] = run
-            print(json.dumps({tier: run}, indent=1), flush=True)
-    (args.out / "e2e.json").write_text(json.dumps(results, indent=1))
-    print(markdown(results))
-    ok = all(results[k].get("compare", {}).get("pass") for k in results if "-fp32" in k)
+        for mode in modes:
+            # sgl-kernel's AOT norms have no float32 kernels ("failed to dispatch data type
+            # Float"): the stock stack is compared in bfloat16, against every mode in bf16.
+            dtypes = ["bfloat16"] if mode == "real" else (
+                ["float32", "bfloat16"] if "real" in modes and mode == "none" else ["float32"])
+            tiers = args.fp32_tiers.split(",") if mode != "real" else ["aot"]
+            for tier in tiers:
+                for dtype in dtypes:
+                    if dtype == "bfloat16" and tier == "torch":
+                        continue
+                    env = {**mode_env(mode, kernel_dir, broken)}
+                    if dtype == "float32":
+                        env.update(FP32_ENV)
+                    if tier == "torch":
+                        env["SGLANG_SHIMS_KERNEL_BACKEND"] = "torch"
+                    short = "fp32" if dtype == "float32" else "bf16"
+                    suffix = "" if tier in ("triton", "aot") else f"-{tier}"
+                    jobs.append({"key": f"{mode}-{name}-{short}{suffix}", "cmd": cmd,
+                                 "model": assets["models"][name], "env": env, "mode": mode,
+                                 "dtype": dtype, "prompts": prompts, "new": args.new,
+                                 "reference": ref,
+                                 "flags": server_flags(args.attention_backend, False, sglang,
+                                                       mem="0.2")})
+    if args.runs:
+        wanted = set(args.runs.split(","))
+        jobs = [job for job in jobs if job["key"] in wanted]
+    if jobs:
+        results["correctness_runs"] = [job["key"] for job in jobs]
+        results.update(correctness(jobs, args.out, args.eos))
+        for name in ("qwen3", "llama"):  # the fallback against stock, token for token (bf16)
+            real = results.get(f"real-{name}-bf16", {}).get("tokens")
+            for mode in ("none", "broken"):
+                run = results.get(f"{mode}-{name}-bf16")
+                if real is not None and run is not None and run.get("tokens") is not None:
+                    run["identical_to_real"] = sum(a == b for a, b in
+                        zip(run["tokens"], real, strict=False))
+        save(args.out, results)  # kept even if a speed run is cut short
+    batches = [int(b) for b in args.batches.split(",") if b]
+    for mode, tier in speed_runs:
+        env = mode_env(mode, kernel_dir, broken)
+        if tier == "torch":
+            env["SGLANG_SHIMS_KERNEL_BACKEND"] = "torch"
+        key = f"speed-{mode}-{tier}"
+        run = speed(key, plain, assets["models"]["qwen3"], args.out, env,
+                    server_flags(args.attention_backend, args.cuda_graphs, sglang,
+                                 max_bs=max(batches), speed_log=True),
+                    prompts, batches, args.decode, args.reps, args.long_prompt,
+                    assets["vocab"])
+        run["cuda_graphs"] = args.cuda_graphs
+        results[key] = run
+        print(json.dumps({key: run}), flush=True)
+        save(args.out, results)
+    print(save(args.out, results))
+    ok = all(results[k].get("compare", {}).get("pass")
+             for k in results.get("correctness_runs", []) if "-fp32" in k)
     return 0 if ok else 1
+
+
+def save(out: Path, results: dict[str, Any]) -> str:
+    (out / "e2e.json").write_text(json.dumps(results, indent=1))
+    text = markdown(results)
+    (out / "e2e.md").write_text(text + "\n")
+    return text
 
 
 def markdown(results: dict[str, Any]) -> str:
     lines = [f"date {results['date']}; {results['gpu']}; torch {results['torch']}; sglang"
              f" {results['sglang']}; transformers {results['transformers']}; triton"
-             f" {results['triton']}; sgl-kernel installed: {results['sgl-kernel']}", "",
-             "| run | started by | tokens vs transformers | processes (role, origin, applied)"
-             " | patch verdicts |", "|---|---|---|---|---|"]
-    for key in [k for k in results if "-fp32" in k]:
+             f" {results['triton']}; flashinfer {results.get('flashinfer-python')};"
+             f" sgl-kernel installed: {results.get('sgl-kernel') or results.get('sglang-kernel')};"
+             f" kernel folder for modes real/broken: {results.get('kernel_dir_version')}", "",
+             f"compared: {results.get('compared', '?')}", ""]
+    if results.get("broken_kernel"):
+        lines += [f"mode broken: {results['broken_kernel']}", ""]
+    lines += ["| run | started by | tokens vs transformers (float32) | same as real kernel (bf16) |"
+              " processes (role, origin, applied) | patch verdicts | fallback reason |",
+              "|---|---|---|---|---|---|---|"]
+    for key in results.get("correctness_runs", []):
         run = results.get(key, {})
         cmp = run.get("compare", {})
-        verdicts = "; ".join(f"{k}: {v}" for k, v in (run.get("report") or {}).get(
-            "verdicts", {}).items() if "not-applicable" not in v and "disabled" not in v)
+        report = run.get("report") or {}
+        verdicts = "; ".join(f"{k}: {v}" for k, v in report.get("verdicts", {}).items()
+                             if "not-applicable" not in v and "disabled" not in v)
         ties = f", {len(cmp.get('near_tie_divergences', []))} near-tie" if cmp else ""
         tokens = f"{cmp['identical']}/{cmp['of']} identical{ties}" if cmp else "no tokens"
         error = f", ERROR {run['error']}" if "error" in run else ""
-        processes = (run.get("report") or {}).get("processes")
-        lines.append(f"| {key} | {run.get('command', '')} | {tokens}{error} | {processes}"
-                     f" | {verdicts} |")
-    graphs = results.get("qwen3-bf16-triton", {}).get("cuda_graphs")
-    label = {True: "CUDA graphs on", False: "CUDA graphs off"}.get(graphs, "CUDA graphs ?")
-    lines += ["", f"| decode throughput, bf16, {label} | batch 1 tok/s | batch 32 tok/s |",
-              "|---|---|---|"]
-    tiers = {}
-    for tier in ("triton", "torch"):
-        runs = results.get(f"qwen3-bf16-{tier}", {}).get("runs", [])
-        tiers[tier] = [r["tok_per_s"] for r in runs]
-        lines.append(f"| {tier} tier | " + " | ".join(str(x) for x in tiers[tier]) + " |")
-    if len(tiers["triton"]) == 2 and len(tiers["torch"]) == 2:
-        ratios = [a / b for a, b in zip(tiers["triton"], tiers["torch"], strict=True)]
-        lines.append("| ratio Triton / eager | " + " | ".join(f"{r:.2f}x" for r in ratios) + " |")
+        same = run.get("identical_to_real")
+        same_text = "-" if same is None else f"{same}/{cmp.get('of', '?')}"
+        reasons = "; ".join(r for r in report.get("fallback_reasons", []) if r != "None")
+        lines.append(f"| {key} | {run.get('command', '')} | {tokens}{error} | {same_text} |"
+                     f" {report.get('processes')} | {verdicts} | {reasons or '-'} |")
+    speed_keys = [k for k in results if k.startswith("speed-")]
+    if speed_keys:
+        batches = sorted({int(b) for k in speed_keys
+                          for b in results[k].get("batches", {})})
+        lines += ["", "decode tok/s, bf16 (median of the repetitions [min-max]); step ms"
+                  " p50 / p99 from the scheduler's per-step log; TTFT median", "",
+                  "| run | " + " | ".join(f"batch {b} tok/s | step p50/p99 ms"
+                                         for b in batches)
+                  + " | TTFT s | Triton compiles timed | steps outside graphs |",
+                  "|---|" + "---|---|" * len(batches) + "---|---|---|"]
+        for key in speed_keys:
+            run = results[key]
+            cells = []
+            graphless = 0
+            for b in batches:
+                got = run.get("batches", {}).get(str(b))
+                if not got:
+                    cells += ["-", "-"]
+                    continue
+                rates = got["tok_per_s"]
+                cells.append(f"{got['median_tok_per_s']} [{min(rates):.0f}-{max(rates):.0f}]")
+                cells.append(f"{got['step_ms_p50']} / {got['step_ms_p99']}")
+                graphless += got["steps_without_graph"]
+            error = f" ERROR {run['error']}" if "error" in run else ""
+            lines.append(f"| {key}{error} | " + " | ".join(cells) +
+                         f" | {run.get('ttft_median_s', '-')} |"
+                         f" {run.get('compiled_during_timing', '-')} | {graphless} |")
+        lines += ratios(results, batches)
     return "\n".join(lines)
+
+
+def ratios(results: dict[str, Any], batches: list[int]) -> list[str]:
+    """Triton tier over stock AOT and over the eager tier, per batch size."""
+    def rate(key: str, b: int) -> float | None:
+        got = results.get(key, {}).get("batches", {}).get(str(b))
+        return got["median_tok_per_s"] if got else None
+
+    out = ["", "| ratio (decode tok/s) | " + " | ".join(f"batch {b}" for b in batches)
+           + " | goal |", "|---|" + "---|" * len(batches) + "---|"]
+    for other, label, goal in (("speed-real-aot", "Triton tier / stock AOT", 1.0),
+                               ("speed-none-torch", "Triton tier / eager tier", 1.3)):
+        cells = []
+        for b in batches:
+            a, o = rate("speed-none-triton", b), rate(other, b)
+            cells.append(f"{a / o:.2f}x" if a and o else "-")
+        out.append(f"| {label} | " + " | ".join(cells) + f" | >= {goal}x |")
+    return out
 
 
 if __name__ == "__main__":

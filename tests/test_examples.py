@@ -48,24 +48,34 @@ def test_compare_reports_a_wrong_length_as_such(e2e: ModuleType) -> None:
     assert result["pass"] is False
 
 
-def test_markdown_lists_every_fp32_run_and_the_tier_ratio(e2e: ModuleType) -> None:
+def test_markdown_lists_every_correctness_run_and_the_speed_ratios(e2e: ModuleType) -> None:
+    def speed(rate: float) -> dict[str, object]:
+        return {"batches": {"1": {"tok_per_s": [rate], "median_tok_per_s": rate,
+                                  "step_ms_p50": 1.0, "step_ms_p99": 1.2,
+                                  "steps_without_graph": 0}},
+                "ttft_median_s": 0.01, "compiled_during_timing": 0}
+
     results = {
-        "date": "2026-11-30", "gpu": "GPU", "torch": "2.11", "sglang": "0.5.1",
-        "transformers": "4.55.2", "triton": "3.6.0", "sgl-kernel": None,
+        "date": "2026-12-01", "gpu": "GPU", "torch": "2.11", "sglang": "0.5.17",
+        "transformers": "5.17.0", "triton": "3.6.0", "sgl-kernel": None,
+        "compared": e2e.WHAT_WAS_COMPARED["ignore"],
         "qwen3-reference": REF,
-        "qwen3-fp32": {"command": "launch",
-                       "compare": e2e.compare([r["tokens"] for r in REF], REF)},
-        "qwen3-fp32-torch": {"command": "launch", "error": "RuntimeError: boom"},
-        "qwen3-bf16-triton": {"runs": [{"tok_per_s": 50.0}, {"tok_per_s": 2000.0}],
-                              "cuda_graphs": True},
-        "qwen3-bf16-torch": {"runs": [{"tok_per_s": 100.0}, {"tok_per_s": 1000.0}]},
+        "correctness_runs": ["none-qwen3-fp32", "none-qwen3-fp32-torch", "real-qwen3-bf16"],
+        "none-qwen3-fp32": {"command": "launch",
+                            "compare": e2e.compare([r["tokens"] for r in REF], REF)},
+        "none-qwen3-fp32-torch": {"command": "launch", "error": "RuntimeError: boom"},
+        "real-qwen3-bf16": {"command": "launch", "identical_to_real": None},
+        "speed-none-triton": speed(200.0), "speed-none-torch": speed(100.0),
+        "speed-real-aot": speed(400.0),
     }
     text = e2e.markdown(results)
-    assert "| qwen3-fp32 | launch | 3/3 identical, 0 near-tie" in text
-    assert "| qwen3-fp32-torch | launch | no tokens, ERROR RuntimeError: boom" in text
+    assert "| none-qwen3-fp32 | launch | 3/3 identical, 0 near-tie | - |" in text
+    assert "| none-qwen3-fp32-torch | launch | no tokens, ERROR RuntimeError: boom" in text
     assert "qwen3-reference" not in text
-    assert "| ratio Triton / eager | 0.50x | 2.00x |" in text
-    assert "| decode throughput, bf16, CUDA graphs on |" in text
+    assert "compared: greedy tokens, EOS not special on either side" in text
+    assert "| Triton tier / stock AOT | 0.50x | >= 1.0x |" in text
+    assert "| Triton tier / eager tier | 2.00x | >= 1.3x |" in text
+    assert "| speed-none-triton | 200.0 [200-200] | 1.0 / 1.2 | 0.01 | 0 | 0 |" in text
 
 
 def test_server_flags_switch_cuda_graphs_and_backend(e2e: ModuleType) -> None:
@@ -76,3 +86,29 @@ def test_server_flags_switch_cuda_graphs_and_backend(e2e: ModuleType) -> None:
     assert on[on.index("--cuda-graph-max-bs") + 1] == "32"
     assert on[on.index("--attention-backend") + 1] == "torch_native"
     assert e2e.FLAGS[e2e.FLAGS.index("--attention-backend") + 1] == "triton"  # not mutated
+    assert "--disable-prefill-cuda-graph" not in on  # sglang 0.5.1 has no such flag
+    new = e2e.server_flags("triton", True, "0.5.17", max_bs=64, speed_log=True)
+    assert new[new.index("--cuda-graph-max-bs") + 1] == "64"
+    assert "--disable-prefill-cuda-graph" in new
+    assert new[new.index("--decode-log-interval") + 1] == "1"
+    assert new[new.index("--log-level") + 1] == "info"
+
+
+def test_both_sides_treat_eos_alike(e2e: ModuleType) -> None:
+    assert e2e.sampling_params(32) == {"temperature": 0.0, "max_new_tokens": 32,
+                                       "ignore_eos": True}
+    assert e2e.sampling_params(32, "min-new-tokens") == {
+        "temperature": 0.0, "max_new_tokens": 32, "min_new_tokens": 32}
+    assert set(e2e.WHAT_WAS_COMPARED) == {"ignore", "min-new-tokens"}
+
+
+def test_step_times_come_from_the_schedulers_decode_lines(e2e: ModuleType) -> None:
+    line = ("[t] Decode batch, #running-req: 8, #token: 9, token usage: 0.01, cuda graph: {g},"
+            " gen throughput (token/s): {r}, #queue-req: 0\n")
+    log = (line.format(g="True", r="100.00") + line.format(g="True", r="4000.00")
+           + line.format(g="False", r="8000.00"))
+    steps, no_graph = e2e.step_times(log, 8)  # the first line spans the prefill: dropped
+    assert steps == [0.002, 0.001]
+    assert no_graph == 1
+    assert e2e.step_times(log, 4) == ([], 0)
+    assert e2e.percentile([3.0, 1.0, 2.0], 50) == 2.0
