@@ -142,3 +142,21 @@ def rope_adapter(rotary_embedding: Callable[..., Any], fallback: Callable[..., N
 _ADAPTERS: dict[str, Callable[[Callable[..., Any], Callable[..., None]], Any]] = {
     "apply_rope_with_cos_sin_cache_inplace": rope_adapter,
 }
+
+
+def exported_by_data(version: str) -> set[str] | None:
+    """What a CUDA build of kernel ``version`` binds, from the export data (None: unknown).
+
+    Top-level names, names of star-imported submodules and the submodules themselves
+    (``from sgl_kernel import allreduce`` loads a file), less :data:`CUDA_ABSENT`.
+    """
+    from ._provider import _surfaces
+
+    entry = _surfaces().get(version.partition("+")[0])
+    if entry is None:
+        return None
+    names = {e for e in entry["exports"] if not e.startswith("*")}
+    for star in (e for e in entry["exports"] if e.startswith("*sgl_kernel.")):
+        names |= set(entry["submodules"].get(star.split(".", 1)[1], []))
+    names |= {sub.split(".", 1)[0] for sub in entry["submodules"]}
+    return cuda_exports(version, names)

@@ -428,10 +428,18 @@ def _flashinfer_nvcc(facts: Facts) -> Verdict | None:
             "point CUDA_HOME and PATH at a CUDA >= 12.9 toolkit")
 
 
+def _kernel_ops(facts: Facts) -> Verdict | None:
+    from .hybrid import kernel_ops
+
+    return kernel_ops(facts)
+
+
 RULES: tuple[Rule, ...] = (
     Rule("sgl-kernel-missing-fused-marlin-moe", 1,
          "https://github.com/sgl-project/sglang/issues/8654",
          "", _fused_marlin_moe, patch="sgl-kernel-fused-marlin-moe"),
+    Rule("sgl-kernel-hybrid-ops", None, "https://github.com/sgl-project/sglang/pull/20277",
+         "", _kernel_ops, patch="sgl-kernel-missing-symbols"),
     Rule("sgl-kernel-dist-renamed", None, "https://github.com/sgl-project/sglang/pull/20440",
          "sgl-kernel not installed", _dist_renamed, patch="sgl-kernel-dist-renamed"),
     Rule("sgl-kernel-not-installed", 8, "https://github.com/sgl-project/sglang/issues/3687",
