@@ -68,6 +68,11 @@ def provide(ctx: PatchContext) -> None:
     version = choose_surface(pin)
     implementations = {name: kernels.OPS[name] for name in kernels.OPS}
     implementations["FusedSetKVBufferArg"] = kernels.FusedSetKVBufferArg
+    # a property of the GPU, not of the library (sgl_kernel.utils): sglang 0.5.17's Triton
+    # attention backend asks it when it is built
+    from sglang_shims.kernels._device import is_arch_support_pdl
+
+    implementations["is_arch_support_pdl"] = is_arch_support_pdl
     provider = Provider("sgl_kernel", version, ctx.cause, ctx.manifest.id, implementations,
                         REMEDY)
     provider.build_package(ctx.module)
