@@ -1,5 +1,8 @@
 """The Triton fallback kernels (``sglang_shims.kernels``) against PyTorch eager, on a GPU.
 
+With a real ``sgl_kernel`` importable (not our stand-in), every op is also timed
+against it in the same run (an "AOT" column and the ratio AOT time / our time).
+
 For each op at decode sizes (1, 8, 32 tokens) and prefill sizes (4096, 16384 tokens),
 hidden 4096 and 8192 (MoE gating: 128 experts, top-8), this times our op and the
 plain-PyTorch code sglang runs when it has no kernel (its ``forward_native``), both
@@ -29,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -128,7 +132,9 @@ def eager_topk(logits: torch.Tensor, k: int, renormalize: bool
 # ------------------------------------------------------------------ cases
 
 
-def build_cases(ops: set[str] | None) -> list[Case]:
+def build_cases(ops: set[str] | None, M: Any = K) -> list[Case]:
+    """The cases, ``ours`` calling ``M`` (our kernels, or a real ``sgl_kernel`` with the
+    same Python signatures); inputs are seeded, so two calls build equal inputs."""
     dev = "cuda"
     g = torch.Generator(device=dev).manual_seed(0)
     e = torch.tensor([], dtype=DTYPE).element_size()
@@ -146,34 +152,34 @@ def build_cases(ops: set[str] | None) -> list[Case]:
             x, r, w = rn(tokens, hidden), rn(tokens, hidden), rn(hidden)
             if want("rmsnorm"):
                 cases.append(Case("rmsnorm", shape, 2 * tokens * hidden * e + hidden * e,
-                                  lambda x=x, w=w: K.rmsnorm(x, w),
+                                  lambda x=x, w=w: M.rmsnorm(x, w),
                                   lambda x=x, w=w: eager_rmsnorm(x, w)))
             if want("fused_add_rmsnorm"):
                 cases.append(Case("fused_add_rmsnorm", shape, 4 * tokens * hidden * e + hidden * e,
-                                  lambda x=x, r=r, w=w: K.fused_add_rmsnorm(x, r, w),
+                                  lambda x=x, r=r, w=w: M.fused_add_rmsnorm(x, r, w),
                                   lambda x=x, r=r, w=w: eager_fused_add_rmsnorm(x, r, w)))
             if want("gemma_rmsnorm"):
                 cases.append(Case("gemma_rmsnorm", shape, 2 * tokens * hidden * e + hidden * e,
-                                  lambda x=x, w=w: K.gemma_rmsnorm(x, w),
+                                  lambda x=x, w=w: M.gemma_rmsnorm(x, w),
                                   lambda x=x, w=w: eager_gemma_rmsnorm(x, w)))
             if want("gemma_fused_add_rmsnorm"):
                 cases.append(Case("gemma_fused_add_rmsnorm", shape,
                                   4 * tokens * hidden * e + hidden * e,
-                                  lambda x=x, r=r, w=w: K.gemma_fused_add_rmsnorm(x, r, w),
+                                  lambda x=x, r=r, w=w: M.gemma_fused_add_rmsnorm(x, r, w),
                                   lambda x=x, r=r, w=w: eager_gemma_fused(x, r, w)))
             xa = rn(tokens, 2 * hidden)
             act_bytes = 3 * tokens * hidden * e
             if want("silu_and_mul"):
                 cases.append(Case("silu_and_mul", f"{tokens}x2*{hidden}", act_bytes,
-                                  lambda xa=xa: K.silu_and_mul(xa),
+                                  lambda xa=xa: M.silu_and_mul(xa),
                                   lambda xa=xa: eager_silu_and_mul(xa)))
             if want("gelu_and_mul"):
                 cases.append(Case("gelu_and_mul", f"{tokens}x2*{hidden}", act_bytes,
-                                  lambda xa=xa: K.gelu_and_mul(xa),
+                                  lambda xa=xa: M.gelu_and_mul(xa),
                                   lambda xa=xa: eager_gelu_and_mul(xa)))
             if want("gelu_tanh_and_mul"):
                 cases.append(Case("gelu_tanh_and_mul", f"{tokens}x2*{hidden}", act_bytes,
-                                  lambda xa=xa: K.gelu_tanh_and_mul(xa),
+                                  lambda xa=xa: M.gelu_tanh_and_mul(xa),
                                   lambda xa=xa: eager_gelu_and_mul(xa, "tanh")))
             if want("apply_rope_with_cos_sin_cache_inplace"):
                 nq = hidden // HEAD
@@ -188,7 +194,7 @@ def build_cases(ops: set[str] | None) -> list[Case]:
                         "apply_rope_with_cos_sin_cache_inplace",
                         f"{tokens}x(q{nq}+k{nk})x{HEAD} {'neox' if neox else 'gptj'}", rbytes,
                         lambda p=pos, q=q, k=k, c=cache, n=neox:
-                            K.apply_rope_with_cos_sin_cache_inplace(p, q, k, HEAD, c, n),
+                            M.apply_rope_with_cos_sin_cache_inplace(p, q, k, HEAD, c, n),
                         lambda p=pos, q=q, k=k, c=cache, n=neox: eager_rope(p, q, k, c, HEAD, n)))
         if want("topk_softmax"):
             logits = rn(tokens, EXPERTS)
@@ -197,7 +203,7 @@ def build_cases(ops: set[str] | None) -> list[Case]:
             cases.append(Case(
                 "topk_softmax", f"{tokens}x{EXPERTS} top{TOPK} renorm",
                 tokens * EXPERTS * e + tokens * TOPK * 8,
-                lambda lg=logits, tw=tw, ti=ti: K.topk_softmax(tw, ti, lg, True),
+                lambda lg=logits, tw=tw, ti=ti: M.topk_softmax(tw, ti, lg, True),
                 lambda lg=logits: eager_topk(lg, TOPK, True)))
     return cases
 
@@ -251,26 +257,71 @@ def run_bench(ops: set[str] | None) -> None:
           f"Python {platform.python_version()}; dtype {str(DTYPE).removeprefix('torch.')}")
     print(f"device copy bandwidth (dst.copy_(src), 2 GiB, read + write): {copy_bw:.0f} GB/s")
     print("times: median of CUDA-graph replays (triton.testing.do_bench_cudagraph)\n")
-    print("| op | shape | bytes | ours µs | eager µs | speedup | ours GB/s | % copy | "
-          "launches ours / eager |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    aot_module, aot_note = real_sgl_kernel()
+    print(f"AOT column: {aot_note}")
+    aot_cases = build_cases(ops, aot_module) if aot_module is not None else None
+    extra = " AOT µs | ours vs AOT |" if aot_cases else ""
+    print("| op | shape | bytes | ours µs | eager µs | speedup |" + extra
+          + " ours GB/s | % copy | launches ours / eager |")
+    print("|---|---|---|---|---|---|" + ("---|---|" if aot_cases else "") + "---|---|---|")
     worst: dict[str, float] = {}
-    for c in build_cases(ops):
+    vs_aot: list[tuple[str, str, float]] = []
+    for i, c in enumerate(build_cases(ops)):
         ours = bench_ms(c.ours) * 1e3
         eager = bench_ms(c.eager) * 1e3
         gbs = c.nbytes / (ours * 1e-6) / 1e9
         pct = 100 * gbs / copy_bw
         in_l2 = c.nbytes < 2 * l2
         launches = f"{count_launches(c.ours)} / {count_launches(c.eager)}"
+        cells = ""
+        if aot_cases:
+            try:
+                aot = bench_ms(aot_cases[i].ours) * 1e3
+                vs_aot.append((c.op, c.shape, aot / ours))
+                cells = f" {aot:.1f} | {aot / ours:.2f}x |"
+            except Exception as exc:  # an op this kernel build cannot run at this shape
+                cells = f" error: {type(exc).__name__} | - |"
         print(f"| {c.op} | {c.shape} | {human(c.nbytes)} | {ours:.1f} | {eager:.1f} | "
-              f"{eager / ours:.2f}x | {gbs:.0f} | {pct:.0f}%{' L2' if in_l2 else ''} | "
+              f"{eager / ours:.2f}x |{cells} {gbs:.0f} | {pct:.0f}%{' L2' if in_l2 else ''} | "
               f"{launches} |", flush=True)
         if not in_l2:
             worst[c.op] = min(worst.get(c.op, math.inf), pct)
+    if vs_aot:
+        ratios = [r for _, _, r in vs_aot]
+        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        low = min(vs_aot, key=lambda t: t[2])
+        below = [f"{op} {shape} {r:.2f}x" for op, shape, r in vs_aot if r < 0.95]
+        print(f"\nours vs AOT (AOT time / our time; > 1 = ours faster): geometric mean"
+              f" {geo:.2f}x (goal >= 1.1x: {'met' if geo >= 1.1 else 'NOT met'}); lowest"
+              f" {low[2]:.2f}x ({low[0]} {low[1]}); every op >= 0.95x:"
+              f" {'met' if not below else 'NOT met'}")
+        for line in below:
+            print(f"  below 0.95x: {line}")
     if worst:
         print("\nlowest % of copy bandwidth per op, working sets beyond 2x L2 (goal >= 90%):")
         for op, pct in worst.items():
             print(f"  {op}: {pct:.1f}%{'' if pct >= 90 else '  <- below goal'}")
+
+
+def real_sgl_kernel() -> tuple[Any, str]:
+    """The real ``sgl_kernel`` if one imports and serves here (not our stand-in)."""
+    try:
+        import sgl_kernel  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    except Exception as exc:
+        return None, f"none (import sgl_kernel failed: {type(exc).__name__}: {exc})"
+    fallback = getattr(sgl_kernel, "__sglang_shims_fallback__", None)
+    if fallback:
+        return None, f"none (sgl_kernel is sglang-shims' stand-in here: {fallback})"
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = "?"
+    for dist in ("sglang-kernel", "sgl-kernel"):
+        try:
+            found = f"{dist} {version(dist)}"
+            break
+        except PackageNotFoundError:
+            pass
+    return sgl_kernel, f"real sgl_kernel ({found}) from {Path(sgl_kernel.__file__).parent}"
 
 
 def human(n: int) -> str:

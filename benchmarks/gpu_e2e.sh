@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One command for the end-to-end and kernel runs on a GPU machine without network:
+#
+#   benchmarks/gpu_e2e.sh CARRY OUT [e2e_serve.py arguments...]
+#
+# CARRY (built on a machine with network, see benchmarks/README.md) holds
+#   site.tar.xz     the sglang release under test and what its serving graph imports that
+#                   the machine lacks (from ../shared/tools/gpu-wheelhouse), unpacked into
+#                   one folder that goes on PYTHONPATH;
+#   kern.tar.xz     optional: a real sgl_kernel package (+ dist-info) for modes real/broken;
+#   shims/*.whl     this project's wheel (installed into the machine's python, so the .pth
+#                   is live in every process);
+#   bin/patchelf    for mode broken.
+# Which sglang is tested is which site.tar.xz is carried; which modes and tiers, the
+# arguments (default: every mode, the three speed tiers, CUDA graphs on, and the kernel
+# table).  Results land in OUT: e2e.md, e2e.json, kernels.md, logs.tar.gz.
+set -uo pipefail
+carry=${1:?usage: gpu_e2e.sh CARRY OUT [e2e args]}; out=${2:?usage: gpu_e2e.sh CARRY OUT}
+shift 2
+py=${PYTHON:-python3}
+mkdir -p /tmp/e2e-site /tmp/e2e-kern "$out"
+tar -xJf "$carry/site.tar.xz" -C /tmp/e2e-site || exit 1
+kernel_args=()
+[ -f "$carry/fidata.tar.xz" ] && { tar -xJf "$carry/fidata.tar.xz" -C /tmp/e2e-site || exit 1; }
+if [ -f "$carry/kern.tar.xz" ]; then
+  tar -xJf "$carry/kern.tar.xz" -C /tmp/e2e-kern || exit 1
+  kernel_args=(--kernel-dir /tmp/e2e-kern --patchelf "$carry/bin/patchelf")
+fi
+"$py" -m pip install -q --no-index --no-deps --force-reinstall "$carry"/shims/*.whl || exit 1
+export PYTHONPATH=/tmp/e2e-site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+if [ $# -eq 0 ]; then
+  set -- --modes none,real,broken --speed none:triton,none:torch,real:aot --cuda-graphs
+fi
+work=$(mktemp -d)
+timeout "${E2E_TIMEOUT:-540}" "$py" examples/e2e_serve.py --out "$work/e2e" "${kernel_args[@]}" "$@"
+rc=$?
+cp "$work/e2e/e2e.md" "$work/e2e/e2e.json" "$out/" 2>/dev/null
+if [ -n "${KERNELS:-}" ]; then  # the kernel table, AOT column when the real kernel imports
+  PYTHONPATH=/tmp/e2e-kern:$PYTHONPATH timeout "${KERNELS_TIMEOUT:-240}" \
+    "$py" benchmarks/kernels.py $KERNELS > "$out/kernels.md" 2>&1
+fi
+tar -czf "$out/logs.tar.gz" -C "$work/e2e" --exclude='triton-cache-*' --exclude='reports-*' . \
+  2>/dev/null
+exit $rc
