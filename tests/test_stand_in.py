@@ -95,3 +95,13 @@ def test_provide_raising_fails_the_import_by_name(tmp_path: Path, strict: dict[s
     assert "provide() raised RuntimeError: cannot build" in str(data["reason"])
     assert "could not stand in for sitarget" in str(data["value"])
     assert json.dumps(data)  # a plain, reportable outcome
+
+
+def test_disabled_stand_in_never_stands_in(tmp_path: Path) -> None:
+    data = outcome(run(tmp_path, DEMO_UNUSABLE="broken", SGLANG_SHIMS_DISABLE=PATCH))
+    assert data["value"] == [1, None] and data["state"] == "disabled"
+
+
+def test_strict_mode_with_nothing_wrong_imports_normally(tmp_path: Path) -> None:
+    data = outcome(run(tmp_path, SGLANG_SHIMS_STRICT="1"))
+    assert data["value"] == [1, None] and data["state"] == "not-applicable"
