@@ -1,0 +1,327 @@
+"""The hybrid kernel tier (issue 15): the real kernel for every op it has, an adapter or
+our kernel for the ops it dropped, a raising proxy for the rest, each choice reported.
+
+* Every (sglang 0.5.1-0.5.9 release, kernel 0.3.18-0.4.10) pair of the data: the
+  provider of each name the patch reports and binds, against rules written here from
+  the kernels' history (not from the routing code), and one pair, sglang 0.5.1 on
+  sglang-kernel 0.4.5, spelled out by hand from issue 15.
+* The adapter on CPU tensors: the real kernel's successor gets the call exactly where
+  its result is sglang's (float32, no fused KV write); elsewhere ours, checked against
+  a rotation computed here.
+* Real sglang wheels with stand-in kernels (their export surface, CUDA builds): the
+  serving graph imports with the shims and not without, status() carries the table,
+  and sglang's own RotaryEmbedding runs through the route chosen.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.version import Version
+
+from sglang_shims.catalog.manifest import load_text
+from sglang_shims.engine.journal import PatchContext
+from sglang_shims.engine.proxy import OptionalSymbol
+from sglang_shims.kernels import symbols
+from sglang_shims.testing import standin
+
+from .conftest import FAKE_CUDA, REPO, need, run_python
+
+PATCH = REPO / "patches" / "sgl-kernel-missing-symbols"
+OUR_OPS = {"rmsnorm", "fused_add_rmsnorm", "gemma_rmsnorm", "gemma_fused_add_rmsnorm",
+           "silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul", "topk_softmax",
+           "apply_rope_with_cos_sin_cache_inplace", "FusedSetKVBufferArg"}
+# sgl_kernel_history.md 3.1: re-exported from 0.4.3 on MUSA builds only; a CUDA build lacks them
+MUSA_ONLY_FROM_040 = ("min_p_sampling_from_probs", "top_k_top_p_sampling_from_probs")
+
+
+def _patch() -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("missing_symbols_hybrid", PATCH / "patch.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def cuda_surface(kernel: str) -> set[str]:
+    names = {n for n in standin.surface(kernel)[0] if not n.startswith("*")}
+    if Version(kernel) >= Version("0.4.0"):
+        names -= set(MUSA_ONLY_FROM_040)
+    return names
+
+
+def _calls(name: str) -> Callable[..., Any]:
+    def kernel_fn(*args: Any) -> tuple[str, tuple[Any, ...]]:
+        return name, args
+
+    return kernel_fn
+
+
+def kernel_module(kernel: str) -> types.ModuleType:
+    module = types.ModuleType("sgl_kernel")
+    for name in cuda_surface(kernel):
+        setattr(module, name, _calls(name))
+    return module
+
+
+def applied(sglang: str, kernel: str) -> tuple[types.ModuleType, PatchContext]:
+    module = kernel_module(kernel)
+    manifest = load_text((PATCH / "manifest.toml").read_text(), str(PATCH), PATCH)
+    dist = standin.dist_name(kernel)
+    ctx = PatchContext(manifest, module, {"sglang": sglang, dist: kernel})
+    try:
+        _patch().apply(ctx)
+    except Exception as exc:  # Retired: nothing missing
+        assert "binds every name" in str(exc), exc
+    return module, ctx
+
+
+def _between(versions: list[str], low: str, high: str) -> list[str]:
+    return [v for v in versions if "+" not in v and Version(low) <= Version(v) <= Version(high)]
+
+
+SGLANGS = _between(symbols.load()["releases"], "0.5.1", "0.5.9")
+KERNELS = _between(standin.versions(), "0.3.18", "0.4.10")
+
+
+def expected(name: str, kernel: str) -> str:
+    """The provider, from the kernels' history: rotary_embedding exists from 0.3.18.post3."""
+    if name in cuda_surface(kernel):
+        return "real kernel"
+    if name == "fused_marlin_moe":
+        return "none: patch sgl-kernel-fused-marlin-moe"
+    if name == "apply_rope_with_cos_sin_cache_inplace" and \
+            Version(kernel) >= Version("0.3.18.post3"):
+        return "adapter"
+    return "ours" if name in OUR_OPS else "none"
+
+
+def test_every_pair_routes_each_name() -> None:
+    assert len(SGLANGS) >= 25 and len(KERNELS) >= 20, (SGLANGS, KERNELS)
+    differing = 0
+    for kernel in KERNELS:
+        for sglang in SGLANGS:
+            module, ctx = applied(sglang, kernel)
+            table = ctx.details.get("kernel_ops", {})
+            needed = set(symbols.needed(sglang) or ())
+            if not table:
+                assert needed <= cuda_surface(kernel) | {"fused_marlin_moe"}, (sglang, kernel)
+                continue
+            differing += 1
+            assert set(table) == needed, (sglang, kernel)
+            for name, label in table.items():
+                want = expected(name, kernel)
+                assert label.split(":")[0] == want.split(":")[0], (sglang, kernel, name, label)
+                if want.startswith("none: patch"):
+                    assert label == want and not hasattr(module, name)  # the other patch's
+                    continue
+                bound = getattr(module, name)
+                if want == "ours":
+                    assert not isinstance(bound, OptionalSymbol), name
+                    assert bound.__module__.startswith("sglang_shims.kernels"), bound
+                elif want == "none":
+                    assert isinstance(bound, OptionalSymbol), name
+                elif want == "adapter":
+                    assert bound.__module__ == "sgl_kernel" and bound.__name__ == name
+    assert differing > 300  # pairs across the 0.4.0 slimming, the 0.4.5 and 0.4.7 cuts
+
+
+def test_sglang_051_on_sglang_kernel_045() -> None:
+    """Issue 15's pair, by hand: its 15 names plus the two MUSA-only sampling names."""
+    _, ctx = applied("0.5.1", "0.4.5")
+    table = {k: v.split(":")[0] for k, v in ctx.details["kernel_ops"].items()
+             if v != "real kernel"}
+    none = {"awq_marlin_moe_repack", "awq_marlin_repack", "cutlass_fp4_group_mm",
+            "cutlass_scaled_fp4_mm", "dsv3_router_gemm", "fp8_blockwise_scaled_mm",
+            "gptq_marlin_gemm", "gptq_marlin_repack", "moe_fused_gate",
+            "scaled_fp4_experts_quant", "scaled_fp4_quant", "sgl_per_tensor_quant_fp8",
+            "fused_marlin_moe", *MUSA_ONLY_FROM_040}
+    assert table == {"apply_rope_with_cos_sin_cache_inplace": "adapter",
+                     "FusedSetKVBufferArg": "ours", **dict.fromkeys(none, "none")}
+    assert ctx.details["kernel_ops"]["rmsnorm"] == "real kernel"
+
+
+# -- the adapter and ours, on CPU tensors -----------------------------------------------
+
+
+def _reference(x: Any, cache: Any, pos: Any, head: int) -> Any:
+    """NeoX rotation in float64: x[..., :r/2], x[..., r/2:r] rotated, the rest kept."""
+    import torch
+
+    x3 = x.double().view(x.shape[0], -1, head)
+    rot = cache.shape[1]
+    cos, sin = (t.double()[:, None, :] for t in cache[pos].chunk(2, dim=-1))
+    a, b = x3[..., :rot // 2], x3[..., rot // 2:rot]
+    return torch.cat((a * cos - b * sin, b * cos + a * sin, x3[..., rot:]), -1).view(x.shape)
+
+
+def _inputs(dtype: Any) -> tuple[Any, ...]:
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    tokens, head = 5, 64
+    q = torch.randn(tokens, 4 * head, generator=g).to(dtype)
+    k = torch.randn(tokens, 2 * head, generator=g).to(dtype)
+    cache = torch.randn(32, 48, generator=g)  # partial rotary: 48 of 64, fp32 as sglang's
+    pos = torch.tensor([0, 3, 7, 31, 2], dtype=torch.int32)
+    return pos, q, k, head, cache
+
+
+def test_adapter_calls_the_real_kernel_where_exact() -> None:
+    need("torch")
+    import torch
+
+    module, _ = applied("0.5.1", "0.4.5")
+    rope = module.apply_rope_with_cos_sin_cache_inplace
+    seen: list[tuple[Any, ...]] = []
+    module.rotary_embedding = lambda *a: seen.append(a)  # adapter looked it up at bind time
+    pos, q, k, head, cache = _inputs(torch.float32)
+    rope(pos, q, k, head, cache, is_neox=True)
+    assert seen == [], "the adapter must call the kernel's function it was built with"
+
+    from sglang_shims.kernels import hybrid
+
+    calls: list[tuple[Any, ...]] = []
+    adapter = hybrid.rope_adapter(lambda *a: calls.append(a), _never)
+    adapter(pos, q, k, head, cache, False)
+    [(p, qq, kk, hh, cc, neox)] = calls
+    assert p.dtype == torch.int64 and p.tolist() == pos.tolist()
+    assert qq is q and kk is k and hh == head and cc is cache and neox is False
+    with pytest.raises(ValueError, match="float32"):
+        adapter(pos, q, k, head, cache.half(), True)
+
+
+def _never(*args: Any) -> None:
+    raise AssertionError("the fallback must not run for float32 without a fused KV write")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_adapter_uses_ours_where_the_kernel_differs(dtype: str) -> None:
+    need("torch")
+    import torch
+
+    module, _ = applied("0.5.1", "0.4.5")
+    pos, q, k, head, cache = _inputs(getattr(torch, dtype))
+    want_q, want_k = _reference(q, cache, pos.long(), head), _reference(k, cache, pos.long(), head)
+    module.apply_rope_with_cos_sin_cache_inplace(pos, q, k, head, cache, True)
+    tol = 1e-2 if dtype == "bfloat16" else 2e-3
+    torch.testing.assert_close(q.double(), want_q, atol=tol * 4, rtol=tol)
+    torch.testing.assert_close(k.double(), want_k, atol=tol * 4, rtol=tol)
+
+
+def test_fused_kv_write_goes_to_ours() -> None:
+    need("torch")
+    import torch
+
+    module, _ = applied("0.5.1", "0.4.5")
+    pos, q, k, head, cache = _inputs(torch.float32)
+    v = torch.arange(k.numel(), dtype=torch.float32).view_as(k)
+    kb, vb = torch.zeros(10, k.shape[1]), torch.zeros(10, k.shape[1])
+    loc = torch.tensor([9, 1, 4, 0, 6])
+    arg = module.FusedSetKVBufferArg(value=v, k_buffer=kb, v_buffer=vb, k_scale=None,
+                                     v_scale=None, cache_loc=loc)
+    want_k = _reference(k, cache, pos.long(), head)
+    module.apply_rope_with_cos_sin_cache_inplace(pos, q, k, head, cache, True, arg)
+    torch.testing.assert_close(kb[loc].double(), want_k, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(vb[loc], v)
+
+
+def test_doctor_says_what_the_patch_does() -> None:
+    """The doctor's table (from data) and the patch's (from the live module) agree."""
+    from sglang_shims.cli.doctor import rules
+    from sglang_shims.cli.doctor.facts import Facts
+    from sglang_shims.engine.gates import Environment
+
+    rule = next(r for r in rules.RULES if r.id == "sgl-kernel-hybrid-ops")
+    for sglang, kernel in [("0.5.1", "0.4.5"), ("0.5.5.post3", "0.4.0"), ("0.5.9", "0.4.10")]:
+        env = Environment(versions={"sglang": sglang, standin.dist_name(kernel): kernel},
+                          capabilities=[], hermetic=True)
+        finding = rule.evaluate(Facts(env=env))
+        assert finding is not None and finding.level == "warn", finding
+        _, ctx = applied(sglang, kernel)
+        for name, label in ctx.details["kernel_ops"].items():
+            if label == "real kernel" or name == "fused_marlin_moe":
+                assert f" {name}: " not in finding.detail, (name, finding.detail)
+            else:
+                assert f" {name}: {label}" in finding.detail, (name, label, finding.detail)
+    env = Environment(versions={"sglang": "0.5.1", "sglang-kernel": "0.4.5"},
+                      capabilities=[], hermetic=True)
+    off = rule.evaluate(Facts(env=env, environ={"SGLANG_SHIMS_DISABLE":
+                                                "sgl-kernel-missing-symbols"}))
+    assert off is not None and off.level == "fail" and "ImportError" in off.detail
+
+
+# -- real sglang wheels, stand-in kernels ----------------------------------------------
+
+GRAPH = FAKE_CUDA + """
+import importlib, json
+results = {}
+for name in MODULES:
+    try:
+        importlib.import_module(name)
+        results[name] = "ok"
+    except BaseException as exc:
+        results[name] = f"{type(exc).__name__}: {exc}"
+out = {"results": results}
+try:
+    import sglang_shims
+    entry = sglang_shims.status()["sgl-kernel-missing-symbols"]
+    out["state"], out["ops"] = entry["state"], entry["details"].get("kernel_ops", {})
+    from sglang.srt.layers.rotary_embedding import get_rope
+    rope = get_rope(64, 64, 128, 10000, True, dtype=torch.float32)
+    for dtype in ("bfloat16", "float32"):
+        pos = torch.tensor([0, 5, 9])
+        q = torch.randn(3, 4 * 64).to(getattr(torch, dtype))
+        k = torch.randn(3, 2 * 64).to(getattr(torch, dtype))
+        want_q, want_k = rope.forward_native(pos, q.clone(), k.clone())
+        try:
+            got_q, got_k = rope.forward_cuda(pos, q.clone(), k.clone())
+            out[dtype] = float((got_q.float() - want_q.float()).abs().max())
+        except NotImplementedError as exc:
+            out[dtype] = str(exc)
+except BaseException as exc:
+    out["error"] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(out))
+"""
+SERVING = ["sglang.srt.entrypoints.http_server", "sglang.srt.managers.scheduler",
+           "sglang.srt.model_executor.model_runner", "sglang.srt.layers.rotary_embedding",
+           "sglang.srt.layers.sampler", "sglang.srt.layers.moe.topk",
+           "sglang.srt.models.llama", "sglang.srt.models.qwen3", "sglang.srt.models.gpt_oss"]
+PAIRS = [("0.5.1", "0.4.5"), ("0.5.1", "0.4.10"), ("0.5.5.post3", "0.4.5")]
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize(("sglang", "kernel"), PAIRS)
+def test_serving_graph_on_a_newer_kernel(sglang: str, kernel: str,
+                                         sglang_release: Callable[[str], Path],
+                                         standin_kernel: Callable[..., Path]) -> None:
+    for module in ("torch", "transformers", "fastapi", "zmq"):
+        need(module)
+    drop = MUSA_ONLY_FROM_040 if Version(kernel) >= Version("0.4.0") else ()
+    paths = (sglang_release(sglang), standin_kernel(kernel, drop=drop))
+    code = GRAPH.replace("MODULES", repr(SERVING))
+    stock = run_python(code, paths=paths, timeout=600, env={"SGLANG_SHIMS": "0"})
+    failed = {k: v for k, v in json.loads(stock.stdout.splitlines()[-1])["results"].items()
+              if v != "ok"}
+    assert "sglang.srt.layers.rotary_embedding" in failed, stock.stdout[-2000:]
+    fixed = run_python(code, paths=paths, timeout=600)
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    data = json.loads(fixed.stdout.splitlines()[-1])
+    assert "error" not in data, data.get("error")
+    assert {k: v for k, v in data["results"].items() if v != "ok"} == {}
+    assert data["state"] == "applied"
+    ops = data["ops"]
+    assert ops["apply_rope_with_cos_sin_cache_inplace"].startswith("adapter: sgl_kernel."
+                                                                   "rotary_embedding")
+    assert ops["rmsnorm"] == ops["silu_and_mul"] == "real kernel"
+    assert ops["FusedSetKVBufferArg"].startswith("ours")
+    # bf16: sglang's own RotaryEmbedding served by our kernel, as forward_native computes it
+    assert isinstance(data["bfloat16"], float) and data["bfloat16"] < 0.07, data
+    # float32: handed to the real kernel's rotary_embedding (a stub in the stand-in)
+    assert "rotary_embedding is a stub" in str(data["float32"]), data
