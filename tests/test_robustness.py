@@ -66,7 +66,8 @@ def break_wrapt(venv: Venv) -> str:
         '[retire]\nwhen = "never"\ninstalled = ["no-such-dist-xyz"]\n')
     (extra / "patch.py").write_text(
         "def apply(ctx):\n    ctx.wrap(ctx.module, 'rmsnorm', lambda w, i, a, k: w(*a, **k))\n")
-    return "needs-wrapt: failed (ModuleNotFoundError: No module named 'wrapt'"
+    return ("needs-wrapt: failed (needs-wrapt/patch.py:2: ModuleNotFoundError: No module named"
+            " 'wrapt'")
 
 
 def break_resources(venv: Venv) -> str:
