@@ -275,3 +275,11 @@ class TestDetectGpus:
 
     def test_nothing(self) -> None:
         assert detect_gpus() == ([], "none found")
+
+    @pytest.mark.parametrize("value", ["abc", "12.x", "9.0,lol"])
+    def test_unreadable_override_is_ignored_not_raised(
+            self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str) -> None:
+        # the toggles' warning names the bad value; detection goes on as if it were unset
+        monkeypatch.setenv("SGLANG_SHIMS_GPU_CAPABILITY", value)
+        self.fake_smi(tmp_path, "9.0\\n")
+        assert detect_gpus() == ([(9, 0)], "nvidia-smi")

@@ -75,11 +75,12 @@ def detect_gpus() -> tuple[list[tuple[int, int]], str]:
     if it is already imported and CUDA already initialised; then ``nvidia-smi``.
     """
     override = os.environ.get("SGLANG_SHIMS_GPU_CAPABILITY", "").strip()
-    if override:
-        caps = []
-        for part in override.replace(",", " ").split():
-            major, _, minor = part.partition(".")
-            caps.append((int(major), int(minor or 0)))
+    try:
+        caps = [(int(major), int(minor or 0)) for major, _, minor in
+                (part.partition(".") for part in override.replace(",", " ").split())]
+    except ValueError:
+        caps = []  # not a capability list: the toggles' warning names it; detect instead
+    if caps:
         return caps, "SGLANG_SHIMS_GPU_CAPABILITY"
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None)
