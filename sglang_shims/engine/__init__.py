@@ -263,7 +263,7 @@ class Engine:
         if manifest is None:
             return None
         by = self.enabled[manifest.id][1]
-        ctx = PatchContext(manifest, module, self.env.versions, self.claims)
+        ctx = PatchContext(manifest, module, self.env.versions, self.claims, gpus=self.env.gpu)
         forced = by.startswith(("SGLANG_SHIMS_ENABLE", _toggles.patch_var(manifest.id)))
         try:
             reason = f"forced by {by}" if forced else _catalog.load_code(manifest).unusable(ctx)
@@ -296,7 +296,7 @@ class Engine:
 
     def _stand_in(self, name: str, module: ModuleType) -> None:
         manifest, reason = self.standing_in[name]
-        ctx = PatchContext(manifest, module, self.env.versions, self.claims)
+        ctx = PatchContext(manifest, module, self.env.versions, self.claims, gpus=self.env.gpu)
         ctx.cause = reason
         try:
             _catalog.load_code(manifest).provide(ctx)
@@ -364,7 +364,7 @@ class Engine:
                       " active (`python -m sglang_shims.launch ...` or the .pth)",
                       gates=judged.gates)
             return
-        ctx = PatchContext(manifest, module, self.env.versions, self.claims)
+        ctx = PatchContext(manifest, module, self.env.versions, self.claims, gpus=self.env.gpu)
         before = snapshot(module)
         try:
             self._provide(manifest, ctx)
