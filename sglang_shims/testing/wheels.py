@@ -49,8 +49,12 @@ def find_cached(dist: str, version: str, cache: Path | None = None) -> Path | No
     return hits[0] if hits else None
 
 
-def fetch(dist: str, version: str, cache: Path | None = None) -> Path:
+def fetch(dist: str, version: str, cache: Path | None = None,
+          pip_args: tuple[str, ...] = ()) -> Path:
     """Return the path of ``dist==version``'s wheel, downloading it if needed.
+
+    ``pip_args`` go to ``pip download`` (e.g. ``--python-version 3.12 --platform ...`` for
+    a release published only for another interpreter, whose Python files are read here).
 
     pip downloads into a private folder and the wheel is then renamed into the cache,
     so a test process running beside this one (pytest-xdist) never reads half a file.
@@ -63,7 +67,8 @@ def fetch(dist: str, version: str, cache: Path | None = None) -> Path:
         return found
     with tempfile.TemporaryDirectory(dir=cache, prefix=".download-") as private:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "-q", "-d", private, f"{dist}=={version}"]
+               "--disable-pip-version-check", "-q", *pip_args, "-d", private,
+               f"{dist}=={version}"]
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                                 check=False)
         got = find_cached(dist, version, Path(private))
@@ -78,7 +83,8 @@ def fetch(dist: str, version: str, cache: Path | None = None) -> Path:
     return found
 
 
-def unpack(dist: str, version: str, cache: Path | None = None) -> Path:
+def unpack(dist: str, version: str, cache: Path | None = None,
+           pip_args: tuple[str, ...] = ()) -> Path:
     """Unpack the wheel once; the folder works as a ``PYTHONPATH`` entry (dist-info
     included, so ``importlib.metadata`` reports the version).
 
@@ -93,7 +99,7 @@ def unpack(dist: str, version: str, cache: Path | None = None) -> Path:
     marker = dest / ".complete"
     if marker.exists():
         return dest
-    wheel = fetch(dist, version, cache)
+    wheel = fetch(dist, version, cache, pip_args)
     tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     with zipfile.ZipFile(wheel) as archive:
