@@ -340,3 +340,18 @@ def test_extra_paths_are_vetted(tmp_path: Path) -> None:
     assert "relative" in warnings[0] and "current directory" in warnings[0]
     assert "cannot stat" in warnings[1]
     assert "world-writable" in warnings[2]
+
+
+def test_refused_extra_folder_named_like_a_builtin_keeps_the_builtin(tmp_path: Path) -> None:
+    """A refused extra folder is reported under its own key; the built-in patch of the same
+    name keeps its record (it used to be overwritten with the extra folder's failure)."""
+    patches = write_patch(tmp_path / "patches", "alloc-conf-env-mirror",
+                          manifest_text("alloc-conf-env-mirror", "shimtarget.mod"), APPLY_OK)
+    (patches / "alloc-conf-env-mirror" / "patch.py").chmod(0o666)  # writable by anyone
+    result = run_python(STATUS, env={"SGLANG_SHIMS_PATH": str(patches)})
+    data = result.json()
+    assert data["alloc-conf-env-mirror"]["state"] == "pending", data["alloc-conf-env-mirror"]
+    refused = [entry for key, entry in data.items()
+               if key != "alloc-conf-env-mirror" and "alloc-conf-env-mirror" in key]
+    assert len(refused) == 1 and refused[0]["state"] == "failed"
+    assert "refused" in refused[0]["reason"]

@@ -72,7 +72,9 @@ class Engine:
             self.enabled[manifest.id] = (on, by)
             self.records[manifest.id] = self._fresh(manifest, on, by)
         for folder, error in self.catalog.errors.items():
-            self.records[folder] = _report.Record(folder, State.FAILED, error)
+            # a refused extra folder may carry a built-in's name: never hide the built-in
+            key = folder if folder not in self.records else f"{folder} (extra folder)"
+            self.records[key] = _report.Record(key, State.FAILED, error)
         self.warnings = list(self.toggles.problems)
         self.warnings += self.toggles.unknown(list(self.manifests) + list(self.catalog.errors))
         self.warnings += self.catalog.warnings
