@@ -325,3 +325,18 @@ def test_serving_graph_on_a_newer_kernel(sglang: str, kernel: str,
     assert isinstance(data["bfloat16"], float) and data["bfloat16"] < 0.07, data
     # float32: handed to the real kernel's rotary_embedding (a stub in the stand-in)
     assert "rotary_embedding is a stub" in str(data["float32"]), data
+
+
+def test_routing_imports_neither_torch_nor_triton() -> None:
+    """The patch runs when sgl_kernel is imported; binding ours or the adapter must not
+    pull torch or triton into a process whose kernel did not (a stand-in without torch)."""
+    code = """
+        import sys, types
+        from tests.test_hybrid import applied
+        module, ctx = applied("0.5.1", "0.4.5")
+        assert ctx.details["kernel_ops"]["FusedSetKVBufferArg"].startswith("ours")
+        print(sorted(m for m in ("torch", "triton") if m in sys.modules))
+    """
+    result = run_python(code, activate=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout
