@@ -148,6 +148,7 @@ def mutants(source: str) -> list[tuple[int, str, str]]:
 
 
 def run_tests(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]:
+    """``tests``: pytest arguments (files, ``--deselect ID``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_SHIMS")}
     env.update(SGLANG_SHIMS_CI="1", PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n0", "-p", "no:cacheprovider",
@@ -185,7 +186,10 @@ def main() -> int:
         found = found[::every]
         if args.limit:
             found = found[:args.limit]
-        outcome, seconds = run_tests(args.tree, entry["tests"], timeout * 3)
+        tests = list(entry["tests"])
+        for test_id in entry.get("deselect", []):
+            tests += ["--deselect", test_id]
+        outcome, seconds = run_tests(args.tree, tests, timeout * 3)
         if outcome != "survived":
             print(f"{path}: the unmutated tree fails its tests ({outcome}); skipped", flush=True)
             continue
@@ -193,7 +197,7 @@ def main() -> int:
         try:
             for line, description, text in found:
                 target.write_text(text, encoding="utf-8")
-                outcome, seconds = run_tests(args.tree, entry["tests"], timeout)
+                outcome, seconds = run_tests(args.tree, tests, timeout)
                 rows.append({"line": line, "mutation": description, "outcome": outcome,
                              "seconds": round(seconds, 1)})
                 print(f"{path}:{line}: {description}: {outcome} ({seconds:.0f} s)", flush=True)
