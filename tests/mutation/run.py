@@ -162,15 +162,43 @@ def run_tests(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]
     return ("survived" if proc.returncode == 0 else "killed"), time.monotonic() - start
 
 
+def render(results: dict[str, list[dict[str, object]]]) -> str:
+    """A markdown table per module (killed / survived / timeout) and the survivors."""
+    out = ["| module | mutants | killed | timeout | survived | killed % | test time |",
+           "|---|---|---|---|---|---|---|"]
+    total = killed_all = 0
+    for path, rows in results.items():
+        count = {k: sum(r["outcome"] == k for r in rows) for k in ("killed", "timeout",
+                                                                   "survived")}
+        seconds = sum(float(str(r["seconds"])) for r in rows)
+        killed = count["killed"] + count["timeout"]
+        total, killed_all = total + len(rows), killed_all + killed
+        out.append(f"| `{path}` | {len(rows)} | {count['killed']} | {count['timeout']} | "
+                   f"{count['survived']} | {100 * killed / max(len(rows), 1):.0f} % | "
+                   f"{seconds:.0f} s |")
+    out.append(f"| all | {total} | | | {total - killed_all} | "
+               f"{100 * killed_all / max(total, 1):.0f} % | |")
+    out += ["", "Survivors:", ""]
+    out += [f"- `{path}:{r['line']}` {r['mutation']}" for path, rows in results.items()
+            for r in rows if r["outcome"] == "survived"]
+    return "\n".join(out) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tree", type=Path, required=True, help="a scratch checkout")
+    parser.add_argument("--render", type=Path, help="print a result file as markdown, and stop")
+    parser.add_argument("--tree", type=Path, help="a scratch checkout")
     parser.add_argument("--module", action="append", help="only these modules (repeatable)")
     parser.add_argument("--limit", type=int, default=0, help="at most N mutants per module")
     parser.add_argument("--every", type=int, default=0,
                         help="every N-th mutant (deterministic sample; default: config's)")
     parser.add_argument("--out", type=Path, default=Path("mutation-result.json"))
     args = parser.parse_args()
+    if args.render:
+        print(render(json.loads(args.render.read_text(encoding="utf-8"))), end="")
+        return 0
+    if args.tree is None:
+        parser.error("--tree is required")
     config = tomllib.loads((HERE / "config.toml").read_text(encoding="utf-8"))
     timeout = float(config.get("timeout_s", 300))
     results: dict[str, list[dict[str, object]]] = {}
