@@ -88,9 +88,29 @@ def provide(ctx: PatchContext) -> None:
     # sglang checks the kernel's distribution version at server start; the stand-in has
     # none, and sglang's own switch for that check is the honest way through it.
     ctx.setenv("SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK", "1")
+    detail = _import_error_detail()
+    if detail:
+        ctx.note(f"why the installed sgl_kernel did not import: {detail}")
     served = sorted(provider.exports & set(implementations))
     ctx.note(f"export surface of sgl-kernel {version} (sglang pins {pin or 'none'});"
              f" implemented: {', '.join(served)}; every other name raises when called")
+
+
+def _import_error_detail() -> str | None:
+    """The lines of the real package's import error that say what failed to load.
+
+    provide() runs inside the engine's handler of that error, and the reason the engine
+    records is its first line only -- for sgl-kernel >= 0.4 "Could not load any
+    common_ops library!", while the cause ("libcudart.so.12: cannot open shared object
+    file", "undefined symbol: ...") is listed further down the same message.
+    """
+    exc = sys.exc_info()[1]
+    if exc is None:
+        return None
+    lines = [line.strip(" -\t") for line in str(exc).splitlines()[1:]]
+    keys = ("Error:", "cannot open shared object", "undefined symbol")
+    hits = [line for line in lines if any(key in line for key in keys)]
+    return "; ".join(dict.fromkeys(hits))[:800] or None
 
 
 def _importable(name: str) -> bool:
