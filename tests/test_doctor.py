@@ -833,11 +833,19 @@ def test_config_register_collision() -> None:
 
 
 def test_rope_theta_silent_wrong_output() -> None:
-    found = verdict("tf5-rope-theta-moved", facts({"sglang": "0.5.6", "transformers": "5.0.0"},
-                                                  requires={"sglang": ["transformers==4.57.1"]}))
-    assert found is not None and found.level == "fail"
+    machine = {"sglang": "0.5.6", "transformers": "5.0.0"}
+    pins = {"sglang": ["transformers==4.57.1"]}
+    off = {"SGLANG_SHIMS_DISABLE": "tf5-rope-theta-moved"}
+    found = verdict("tf5-rope-theta-moved", facts(machine, requires=pins, environ=off))
+    assert found is not None and found.level == "fail" and "is off" in found.detail
     assert "silently" in found.detail and "pull/14745" in found.detail
-    assert found.remedy.startswith("pip install 'transformers==4.57.1'")
+    assert found.remedy.startswith("turn the patch on (SGLANG_SHIMS_ENABLE=tf5-rope-theta-moved)")
+    assert "pip install 'transformers==4.57.1'" in found.remedy
+    # with the patch on (the default) the doctor says it is covered, as for fused_marlin_moe
+    covered = verdict("tf5-rope-theta-moved", facts(machine, requires=pins))
+    assert covered is not None and covered.level == "warn"
+    assert "tf5-rope-theta-moved (on: default)" in covered.detail
+    assert covered.remedy.startswith("pip install 'transformers==4.57.1'")
     own_pin = facts({"sglang": "0.5.6.post1", "transformers": "5.0.0rc0"},
                     requires={"sglang": ["transformers==5.0.0rc0"]})
     assert "transformers==4.57.1" in verdict("tf5-rope-theta-moved", own_pin).remedy  # type: ignore[union-attr]
@@ -850,6 +858,15 @@ def test_kernels_hub_revision() -> None:
     found = verdict("tf-kernels-hub-revision", facts({"kernels": "0.15.1",
                                                       "transformers": "5.8.1"}))
     assert found is not None and found.remedy.startswith("pip install 'kernels<0.15'")
+    assert found.level == "fail"  # no sglang: the patch does not act, the break stands
+    with_sglang = verdict("tf-kernels-hub-revision", facts(
+        {"kernels": "0.15.1", "transformers": "5.8.1", "sglang": "0.5.11"}))
+    assert with_sglang is not None and with_sglang.level == "warn"
+    assert "kernels-revision-required (on: default)" in with_sglang.detail
+    off = verdict("tf-kernels-hub-revision", facts(
+        {"kernels": "0.15.1", "transformers": "5.8.1", "sglang": "0.5.11"},
+        environ={"SGLANG_SHIMS_PATCH_KERNELS_REVISION_REQUIRED": "0"}))
+    assert off is not None and off.level == "fail" and "is off" in off.detail
     # The break needs no sglang (the rule is wider than its patch); transformers 5.9-5.12.1
     # still build the entries (read from the wheels, see the patch's range).
     assert verdict("tf-kernels-hub-revision", facts({"kernels": "0.15.2",

@@ -91,6 +91,20 @@ def _patch_on(facts: Facts, patch_id: str) -> tuple[bool, str]:
     return Toggles(dict(facts.environ)).decide(patch_id, patch_id not in OFF_BY_DEFAULT)
 
 
+def _unless_patched(facts: Facts, patch_id: str, verdict: Verdict, does: str) -> Verdict:
+    """``verdict`` as it stands when ``patch_id`` is off or outside its gates here; a
+    warning saying what the patch does when it would act (as the other tied rules do)."""
+    level, detail, remedy = verdict
+    on, why = _patch_on(facts, patch_id)
+    gates = _manifests()[patch_id].requires
+    if not on:
+        return (level, f"{detail}; sglang-shims' patch {patch_id} is off ({why})",
+                f"turn the patch on (SGLANG_SHIMS_ENABLE={patch_id}); {remedy}")
+    if not all(check_gate(gate, facts.env)[0] for gate in gates):
+        return verdict
+    return ("warn", f"{detail}; sglang-shims' patch {patch_id} (on: {why}) {does}", remedy)
+
+
 def _fused_marlin_moe(facts: Facts) -> Verdict | None:
     sglang, kernel = facts.version("sglang"), facts.kernel()
     if kernel is None:
@@ -334,7 +348,7 @@ def _rope_theta(facts: Facts) -> Verdict | None:
     pinned = next((p.spec for p in sglang_pins(facts.requires.get("sglang", []),
                                                 ("transformers",)) if p.default), "")
     target = pinned if pinned and not version_in(pinned.lstrip("="), ">=5.0.0rc0") else "==4.57.1"
-    return ("fail", f"sglang {sglang} reads config.rope_theta with a default (getattr(config, "
+    verdict = ("fail", f"sglang {sglang} reads config.rope_theta with a default (getattr(config, "
             "'rope_theta', 10000) in llama.py, qwen3.py and ~50 other models); transformers "
             f"{tf} moves rope_theta into config.rope_parameters, so the default is used silently "
             "and outputs are wrong for every model whose RoPE base is not the default. The helper"
@@ -342,16 +356,21 @@ def _rope_theta(facts: Facts) -> Verdict | None:
             "first release that reads config.rope_parameters (checked: sglang 0.5.3rc0-0.5.11 "
             "and 0.5.23 wheels)",
             f"pip install 'transformers{target}', or upgrade sglang to >= 0.5.10")
+    return _unless_patched(facts, "tf5-rope-theta-moved", verdict,
+                           "reads the RoPE base from config.rope_parameters")
 
 
 def _kernels_hub(facts: Facts) -> Verdict | None:
     kernels, tf = facts.version("kernels"), facts.version("transformers")
-    return ("fail", f"kernels {kernels} with transformers {tf}: importing "
+    verdict = ("fail", f"kernels {kernels} with transformers {tf}: importing "
             "transformers.models.llama.modeling_llama raises \"ValueError: Either a revision or a "
             "version must be specified.\" (transformers/integrations/hub_kernels.py), and sglang "
             "imports it while starting",
             "pip install 'kernels<0.15' (sglang's own pin since PR #26704), or pip uninstall -y "
             "kernels if nothing else needs it")
+    return _unless_patched(facts, "kernels-revision-required", verdict,
+                           "resolves the hub-kernel table as kernels 0.14.1 did, in sglang"
+                           " processes only")
 
 
 def _alloc_conf(facts: Facts) -> Verdict | None:
