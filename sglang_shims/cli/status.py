@@ -89,10 +89,10 @@ class Summary:
         if not self.processes:
             return "\n".join([f"no process reports of {self.user} in {self.directory}",
                               *self._notes()])
-        procs = _table.render(
+        procs = _table.table(  # argv is the one column that may be cut: it is long and known
             ["pid", "ppid", "role", "origin", "applied", "argv"],
             [(p["pid"], p["ppid"], label(p), p["origin"], p["applied"], " ".join(p["argv"]))
-             for p in self.processes + self.helpers])
+             for p in self.processes + self.helpers], trim={5})
         rows = []
         for patch_id in sorted(self.patches):
             states = self.patches[patch_id]
@@ -106,7 +106,7 @@ class Summary:
         out = [f"reports of {self.user}: {self.directory} ({len(self.processes)} processes"
                f"{helpers})",
                "", procs, "",
-               _table.render(["patch", "verdict", "processes that differ"], rows, max_width=90)]
+               _table.table(["patch", "verdict", "processes that differ"], rows, wrap={2})]
         return "\n".join(out + self._notes())
 
     def _notes(self) -> list[str]:
