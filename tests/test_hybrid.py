@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,11 +70,23 @@ def kernel_module(kernel: str) -> types.ModuleType:
     return module
 
 
+_APPLIED: list[PatchContext] = []
+
+
+@pytest.fixture(autouse=True)
+def _undo_applied() -> Iterator[None]:
+    """Undo every application of a test (the torch ops it may define are process-wide)."""
+    yield
+    while _APPLIED:
+        assert _APPLIED.pop().undo() == []
+
+
 def applied(sglang: str, kernel: str) -> tuple[types.ModuleType, PatchContext]:
     module = kernel_module(kernel)
     manifest = load_text((PATCH / "manifest.toml").read_text(), str(PATCH), PATCH)
     dist = standin.dist_name(kernel)
     ctx = PatchContext(manifest, module, {"sglang": sglang, dist: kernel})
+    _APPLIED.append(ctx)
     try:
         _patch().apply(ctx)
     except Exception as exc:  # Retired: nothing missing
@@ -273,7 +285,11 @@ try:
     import sglang_shims
     entry = sglang_shims.status()["sgl-kernel-missing-symbols"]
     out["state"], out["ops"] = entry["state"], entry["details"].get("kernel_ops", {})
+    import types
+    import sglang.srt.layers.rotary_embedding as rotary
     from sglang.srt.layers.rotary_embedding import get_rope
+    if hasattr(rotary, "get_global_server_args"):  # sglang >= 0.5.5 reads the server's args
+        rotary.get_global_server_args = lambda: types.SimpleNamespace(rl_on_policy_target=None)
     rope = get_rope(64, 64, 128, 10000, True, dtype=torch.float32)
     for dtype in ("bfloat16", "float32"):
         pos = torch.tensor([0, 5, 9])
@@ -340,3 +356,19 @@ def test_routing_imports_neither_torch_nor_triton() -> None:
     result = run_python(code, activate=False)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout
+
+
+def test_missing_functions_get_schema_only_torch_ops() -> None:
+    """sglang 0.5.5+ registers fakes for sgl_kernel::sgl_per_tensor_quant_fp8 (and 0.5.9
+    for moe_fused_gate) at import; on 0.4.5 they do not exist.  Defined by the patch
+    (torch already imported, as the real kernel does), removed by its undo."""
+    need("torch")
+    import torch
+
+    name = "sgl_per_tensor_quant_fp8"
+    assert not hasattr(torch.ops.sgl_kernel, name)
+    _, ctx = applied("0.5.5.post3", "0.4.5")
+    assert hasattr(torch.ops.sgl_kernel, name)
+    torch.library.register_fake(f"sgl_kernel::{name}")(lambda *a: None)  # what sglang does
+    assert ctx.undo() == []
+    assert not hasattr(torch.ops.sgl_kernel, name)

@@ -15,6 +15,7 @@ says, for every name this sglang imports, which of them serves it.
 
 from __future__ import annotations
 
+import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -111,10 +112,48 @@ def apply(ctx: PatchContext) -> None:
 
         ctx.setattr(ctx.module, name,
                     OptionalSymbol("sgl_kernel", name, ctx.manifest.id, message))
+    ops = define_torch_ops(ctx, sorted(todo))
+    if ops:
+        ctx.note(f"sgl_kernel torch ops defined (schema only, for sglang's fake-kernel"
+                 f" registrations): {', '.join(ops)}")
     ctx.details["kernel_ops"] = table(sglang, routes, kernel_version, real)
     by = {p: sorted(n for n, r in routes.items() if r.provider == p) for p in hybrid.PROVIDERS}
     ctx.note(f"supplied {len(todo)} name(s) missing from the installed {kernel}: "
              + "; ".join(f"{p}: {', '.join(names)}" for p, names in by.items() if names))
+
+
+def define_torch_ops(ctx: PatchContext, names: list[str]) -> list[str]:
+    """``sgl_kernel::<name>`` for each missing function name the kernel does not define.
+
+    sglang (0.5.5 on) registers fake kernels for some ops at import, unconditionally, and
+    that fails when the op does not exist.  A schema-only op (no kernel: a call through
+    the dispatcher raises) lets the import through; sglang's Python call sites get the
+    routed names above.  Only when the kernel already imported torch.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    library: Any = None
+    defined = []
+    for name in names:
+        if not name[0].islower() or hasattr(torch.ops.sgl_kernel, name):
+            continue
+        if library is None:
+            library = torch.library.Library("sgl_kernel", "FRAGMENT")
+        library.define(f"{name}(Tensor[] args) -> ()")
+        defined.append(name)
+    if library is not None:
+        _LIBRARIES.append(library)
+
+        def undo() -> None:
+            _LIBRARIES.remove(library)
+            library._destroy()
+
+        ctx.on_undo("sgl_kernel torch ops: " + ", ".join(defined), undo)
+    return defined
+
+
+_LIBRARIES: list[Any] = []  # a torch Library unregisters its ops when collected
 
 
 def table(sglang: str, routes: dict[str, hybrid.Route], kernel: str | None,
