@@ -290,7 +290,7 @@ try:
     from sglang.srt.layers.rotary_embedding import get_rope
     if hasattr(rotary, "get_global_server_args"):  # sglang >= 0.5.5 reads the server's args
         rotary.get_global_server_args = lambda: types.SimpleNamespace(rl_on_policy_target=None)
-    rope = get_rope(64, 64, 128, 10000, True, dtype=torch.float32)
+    rope = get_rope(64, 64, 128, 10000, True, dtype=torch.bfloat16)  # 0.5.5: fp32 -> vllm
     for dtype in ("bfloat16", "float32"):
         pos = torch.tensor([0, 5, 9])
         q = torch.randn(3, 4 * 64).to(getattr(torch, dtype))
