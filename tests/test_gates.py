@@ -283,3 +283,27 @@ class TestDetectGpus:
         monkeypatch.setenv("SGLANG_SHIMS_GPU_CAPABILITY", value)
         self.fake_smi(tmp_path, "9.0\\n")
         assert detect_gpus() == ([(9, 0)], "nvidia-smi")
+
+
+# PEP 440's other spellings ("Normalization"): pre/preview/c = rc, alpha = a, beta = b,
+# rev/r and "-N" = post, "-dev" and upper case = dev.  Expected answers from the PEP's text.
+SPELLINGS = [
+    ("1.0pre1", "==1.0rc1", True), ("1.0preview2", "==1.0rc2", True),
+    ("1.0c1", "==1.0rc1", True), ("1.0alpha1", "==1.0a1", True), ("1.0beta1", "==1.0b1", True),
+    ("1.0rev1", "==1.0.post1", True), ("1.0r2", "==1.0.post2", True),
+    ("1.0-1", "==1.0.post1", True), ("1.0-dev3", "==1.0.dev3", True),
+    ("1.0.DEV3", "==1.0.dev3", True), ("1.0pre1", "<1.0rc2", True),
+    ("1.0preview1", ">1.0b9", True), ("1.0dev1", "<1.0a0", True),
+    ("1.0r1", ">1.0", False),  # a post-release of V is not "> V"
+    ("1.0pre1", "==1.0b1", False), ("1.0rev1", "==1.0.post2", False),
+    ("1.0beta2", "<1.0alpha3", False),
+]
+
+
+@pytest.mark.parametrize(("version", "spec", "expected"), SPELLINGS)
+def test_other_spellings(version: str, spec: str, expected: bool) -> None:
+    from sglang_shims import _bootstrap
+
+    assert satisfies(version, spec) == (expected, "")
+    # the finder's own reader (no packaging at start-up) gives the same answer
+    assert _bootstrap.spec_contains(spec, version) is expected
