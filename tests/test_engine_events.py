@@ -1,6 +1,7 @@
-"""Engine reactions no other quick test pinned (found by mutation testing): a watched
-import that raises is noted on its pending patches, and when reports are written the
-report follows the process title sglang sets with setproctitle."""
+"""Engine and finder reactions no other quick test pinned (found by mutation testing): a
+watched import that raises is noted on its pending patches; when reports are written the
+report follows the process title sglang sets with setproctitle; a namespace-package target
+is patched; a meta-path entry without find_spec is passed over."""
 
 from __future__ import annotations
 
@@ -57,3 +58,34 @@ def test_report_follows_the_process_title(tmp_path: Path) -> None:
     """, SGLANG_SHIMS_REPORT_DIR=str(reports))
     assert result.returncode == 0, result.stderr
     assert result.json() == "scheduler_TP0"
+
+
+NS_CODE = "def apply(ctx):\n    ctx.setattr(ctx.module, 'PATCHED', True)\n"
+
+
+def test_namespace_package_target_is_patched(tmp_path: Path) -> None:
+    """A folder without __init__.py (what a broken uninstall leaves) is still seen."""
+    site = write_package(tmp_path / "site", {"nstarget/sub.py": "X = 1\n"})
+    patches = write_patch(tmp_path / "patches", "ns-demo", manifest_text("ns-demo", "nstarget"),
+                          NS_CODE)
+    result = run_python("""
+        import json, sglang_shims, nstarget, nstarget.sub
+        print(json.dumps([getattr(nstarget, "PATCHED", False), nstarget.sub.X,
+                          sglang_shims.status()["ns-demo"]["state"]]))
+    """, paths=(site,), env={"SGLANG_SHIMS_PATH": str(patches)})
+    assert result.returncode == 0, result.stderr
+    assert result.json() == [True, 1, "applied"]
+
+
+def test_a_meta_path_entry_without_find_spec_is_passed_over(tmp_path: Path) -> None:
+    result = run(tmp_path, """
+        import json, sys, sglang_shims
+        class Legacy:  # an old-style finder: find_module only
+            def find_module(self, name, path=None):
+                return None
+        sys.meta_path.insert(1, Legacy())
+        import evtarget
+        print(json.dumps([evtarget.VALUE, sglang_shims.status()["events-demo"]["state"]]))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.json() == [2, "applied"]
