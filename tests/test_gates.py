@@ -286,7 +286,8 @@ class TestDetectGpus:
 
 
 # PEP 440's other spellings ("Normalization"): pre/preview/c = rc, alpha = a, beta = b,
-# rev/r and "-N" = post, "-dev" and upper case = dev.  Expected answers from the PEP's text.
+# rev/r and "-N" = post, "-dev" and upper case = dev; local labels with "-" and "_".
+# Expected answers from the PEP's text.
 SPELLINGS = [
     ("1.0pre1", "==1.0rc1", True), ("1.0preview2", "==1.0rc2", True),
     ("1.0c1", "==1.0rc1", True), ("1.0alpha1", "==1.0a1", True), ("1.0beta1", "==1.0b1", True),
@@ -297,6 +298,9 @@ SPELLINGS = [
     ("1.0r1", ">1.0", False),  # a post-release of V is not "> V"
     ("1.0pre1", "==1.0b1", False), ("1.0rev1", "==1.0.post2", False),
     ("1.0beta2", "<1.0alpha3", False),
+    # local labels: ignored by ==V (V without one) and by ordered comparisons
+    ("2.9.1+cu130", "==2.9.1", True), ("2.9.1+cu130", "<2.9.1", False),
+    ("0.5.1+g1234.dirty", ">=0.5,<0.6", True), ("0.5.1+rocm6-2_1", "==0.5.1", True),
 ]
 
 
