@@ -10,7 +10,8 @@ kernel here, so a broken install cannot take the diagnosis down with it.
 
 The checks live one per module, in the order :func:`diagnose` runs them: ``hook``
 (is sglang-shims active at all), ``checks`` (versions, GPUs), ``abi``, ``probe``,
-``arch``, ``libs``, ``rules`` (known-bad combinations), ``pins``.  Facts about the
+``arch``, ``libs``, ``rules`` (known-bad combinations), ``pins``, ``tested`` (the
+compatibility matrix's result for this combination).  Facts about the
 machine are gathered once (``facts``); every check is a function of them, so each
 can be tested with a hermetic :class:`~sglang_shims.engine.gates.Environment`.
 """
@@ -30,7 +31,7 @@ Check = Callable[[Facts], list[Finding]]
 
 def _checks(probe_import: bool, announce: Callable[[str], None] | None
             ) -> list[tuple[str, Check]]:
-    from . import abi, arch, checks, hook, libs, pins, probe, rules
+    from . import abi, arch, checks, hook, libs, pins, probe, rules, tested
 
     return [
         ("hook", hook.check_hook),
@@ -43,6 +44,7 @@ def _checks(probe_import: bool, announce: Callable[[str], None] | None
         ("cuda-libs", libs.check_libs),
         ("known-bad", rules.check_rules),
         ("sglang-pin", pins.check_pins),
+        ("tested", tested.check_tested),
     ]
 
 

@@ -1,0 +1,141 @@
+"""Check: was this exact sglang / transformers / kernel combination run in the matrix?
+
+The compatibility matrix (``docs/compatibility.md``, run by ``python -m tests.matrix.run``)
+imports every sglang release's serving graph on today's torch and runs a tiny model
+through it, stock and with the shims.  Its results ship with the package
+(``compatibility.json`` beside this module), so a user can be told what happened to
+their combination on the day it was run -- or that it was never run, which is worth
+knowing too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from .facts import Facts
+from .finding import Finding
+
+DATA = Path(__file__).with_name("compatibility.json")
+CHECK = "tested"
+KERNEL_DISTS = ("sglang-kernel", "sgl-kernel")
+
+
+@cache
+def matrix() -> dict[str, Any]:
+    """The shipped results; an empty matrix when the file is missing (a partial install)."""
+    try:
+        data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    except OSError:
+        return {"releases": {}}
+    return data
+
+
+_SCRATCH = re.compile(r"/\S*?/sglang-matrix-\w+/[^/\s]+/")
+
+
+def tidy(text: str) -> str:
+    """An error as the matrix recorded it, without the run's scratch folder (the stand-in
+    kernel's path), which means nothing on another machine."""
+    return _SCRATCH.sub("<stand-in>/", text)
+
+
+def _public(version: str | None) -> str | None:
+    return None if version is None else version.split("+", 1)[0]
+
+
+def situation(entry: dict[str, Any], transformers: str | None, kernel: str | None,
+              transformers5: str) -> tuple[str | None, str | None]:
+    """Which matrix columns this environment is: (transformers, kernel) labels or None."""
+    tf = ("pinned" if transformers == entry["pins"].get("transformers")
+          else "newest5" if transformers == transformers5 else None)
+    kernels = entry.get("kernels", {})
+    slot = ("none" if kernel is None else "pinned" if kernel == kernels.get("pinned")
+            else "newer" if kernel == kernels.get("newer") else None)
+    return tf, slot
+
+
+def _outcome(cell: dict[str, Any] | None) -> tuple[bool | None, str]:
+    """(passed, what happened); passed is None when the cell was not run."""
+    if cell is None:
+        return None, "not in the matrix"
+    for key in ("not_run", "env_error", "crash"):
+        if key in cell:
+            return (None if key == "not_run" else False), f"{key.replace('_', ' ')}:" \
+                f" {tidy(cell[key])}"
+    graph = cell["graph"]
+    if not graph["ok"]:
+        first = graph.get("first") or {}
+        return False, (f"{graph['failed']} of {graph['of']} serving modules failed to import,"
+                       f" first {first.get('module')}: {tidy(str(first.get('error')))}")
+    model = cell.get("model")
+    if model is None:
+        return True, "the serving graph imports"
+    if model.get("ok") is None:
+        return True, f"the serving graph imports (the model check could not run on CPU:" \
+            f" {model.get('error')})"
+    if model["ok"]:
+        return True, "the serving graph imports and a small Qwen3 and Llama agree with" \
+            " transformers"
+    return False, f"the serving graph imports but the model check failed: {model.get('error')}"
+
+
+def _cell(entry: dict[str, Any], tf: str, kernel: str, mode: str) -> dict[str, Any] | None:
+    for cell in entry["cells"]:
+        if (cell["transformers"], cell["kernel"], cell["mode"]) == (tf, kernel, mode):
+            found: dict[str, Any] = cell
+            return found
+    return None
+
+
+def check_tested(facts: Facts) -> list[Finding]:
+    env = facts.env
+    sglang = _public(env.version("sglang"))
+    if sglang is None:
+        return []
+    data = matrix()
+    entry = data["releases"].get(sglang)
+    known = list(data.get("index", {}).get("releases", []))
+    if entry is None:
+        tested = ", ".join(data["releases"]) or "none"
+        why = ("is not in the compatibility matrix (releases run: " + tested + ")"
+               if sglang not in known else
+               "is in the compatibility matrix's range but was not run yet (run: "
+               + tested + ")")
+        return [Finding(CHECK, "info", f"sglang {sglang} {why}",
+                        "see docs/compatibility.md for the releases that were run")]
+    transformers = _public(env.version("transformers"))
+    _dist, kernel = env.first_installed(KERNEL_DISTS)
+    kernel = _public(kernel)
+    tf5 = str(data.get("index", {}).get("transformers5", ""))
+    tf, slot = situation(entry, transformers, kernel, tf5)
+    torch_run = _public(entry["versions"].get("torch"))
+    where = f"sglang {sglang} (matrix run {entry['date']}, torch {torch_run})"
+    if tf is None or slot is None:
+        kernels = entry.get("kernels", {})
+        return [Finding(CHECK, "info",
+                        f"{where}: this exact combination was not run (transformers"
+                        f" {transformers}, kernel {kernel or 'none'}); the matrix ran"
+                        f" transformers {entry['pins'].get('transformers')} (the pin) and"
+                        f" {tf5}, with no kernel or the kernels {kernels.get('pinned')} and"
+                        f" {kernels.get('newer')}",
+                        "docs/compatibility.md lists what was run")]
+    shims_ok, shims_text = _outcome(_cell(entry, tf, slot, "shims"))
+    stock_ok, _ = _outcome(_cell(entry, tf, slot, "stock"))
+    column = f"transformers {transformers}, " + ("no kernel" if slot == "none" else
+                                                 f"kernel {kernel} (its export surface)")
+    stock = "passes" if stock_ok else "not run" if stock_ok is None else "fails"
+    detail = f"{where}, {column}: with the shims {shims_text}; stock it {stock}"
+    if torch_run and _public(env.version("torch")) != torch_run:
+        detail += f" (your torch is {env.version('torch')}, the run used {torch_run})"
+    if shims_ok:
+        return [Finding(CHECK, "ok", detail)]
+    if shims_ok is None:
+        return [Finding(CHECK, "info", detail, "docs/compatibility.md lists what was run")]
+    return [Finding(CHECK, "warn", detail,
+                    f"use the transformers sglang {sglang} pins"
+                    f" ({entry['pins'].get('transformers')}) or another release that passes in"
+                    " docs/compatibility.md")]

@@ -1,0 +1,407 @@
+"""Run the compatibility matrix: sglang releases x transformers x kernel x (stock, shims).
+
+Usage (from the repository root, in the test environment: torch, transformers' pin of
+sglang 0.5.1, ``tests/requirements/serving.txt``, and ``uv`` on PATH)::
+
+    python -m tests.matrix.run                       # every release 0.5.1..0.5.23 (hours)
+    python -m tests.matrix.run --releases 0.5.1,0.5.9 --jobs 2
+    python -m tests.matrix.render                    # docs/compatibility.{md,svg}
+
+Each release gets the environment it declares: its ``Requires-Dist`` (the ``srt`` extra up
+to 0.5.2) is resolved by ``uv pip compile`` with today's torch, torchvision and triton as
+overrides (``--override``: the skew under test), and once with the newest transformers 5
+as well.  What differs from this environment is installed with ``uv pip install --target``
+into a folder of the wheel cache and put first on ``PYTHONPATH``; the rest comes from here.
+Kernels (sgl-kernel, sglang-kernel, flashinfer) are left out: the kernel situation is a
+column of the matrix (none, a stand-in of the pinned kernel, a stand-in of a newer one).
+The sglang wheel itself is unpacked from the wheel cache (:mod:`sglang_shims.testing`).
+
+A cell is one ``python -S`` process (``tests/data/matrix_probe.py``): CUDA faked as the CPU
+tests fake it, the serving graph imported, and with no kernel installed the tiny
+Qwen3/Llama model check.  ``SGLANG_SHIMS=0`` and no activation for stock; the ``.pth``
+line for the shims.  Results merge into the data file release by release, so an
+interrupted run keeps what it finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from sglang_shims.testing import standin, wheels
+
+from ..conftest import ACTIVATE, FAKE_CUDA, REPO, SITE_PACKAGES, clean_env
+
+DATA = REPO / "sglang_shims" / "cli" / "doctor" / "compatibility.json"
+PROBE = REPO / "tests" / "data" / "matrix_probe.py"
+FIRST, LAST = Version("0.5.1"), Version("0.5.23")
+SPREAD = ("0.5.1", "0.5.5", "0.5.9", "0.5.13", "0.5.17", "0.5.23")
+
+# Never installed into a release's overlay: the kernel is a column of the matrix,
+# flashinfer's prebuilt GPU binaries (cubin, jit-cache: hundreds of MB, GPU-only) are
+# useless on CPU, torch/torchvision/triton are today's (the skew under test), torchaudio
+# has no release for today's torch, and sglang is the unpacked wheel itself.
+# flashinfer-python itself is installed: some releases import it at module level.
+LEFT_OUT = frozenset(canonicalize_name(n) for n in (
+    "sglang", "sgl-kernel", "sglang-kernel", "flashinfer-cubin", "flashinfer-jit-cache",
+    "torch", "torchvision", "torchaudio", "triton"))
+# Pins of a release that cannot be installed beside today's torch, and what the matrix
+# installs instead (the resolver says so; recorded per release as "relaxed").
+RELAX = {"cuda-python": "cuda-python>=13",  # 12.9 needs cuda-bindings 12; torch 2.14: 13
+         }
+KEPT = ("torch", "torchvision", "triton")  # overridden to this environment's versions
+TIMEOUT = 900
+TREE = [REPO]  # the checkout whose sglang_shims the cells run (--tree: a clean snapshot)
+
+
+def _index_versions(project: str) -> list[Version]:
+    """Every version of ``project`` on PyPI that has a file (PEP 691 JSON simple API)."""
+    request = urllib.request.Request(f"https://pypi.org/simple/{project}/",
+                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        data = json.load(response)
+    return sorted(Version(v) for v in data["versions"])
+
+
+def releases() -> list[str]:
+    """Every final and post release of sglang from 0.5.1 to 0.5.23, from the index."""
+    return [str(v) for v in _index_versions("sglang")
+            if FIRST <= v <= LAST and not v.is_prerelease and not v.is_devrelease]
+
+
+def newest_transformers5() -> str:
+    return str(max(v for v in _index_versions("transformers")
+                   if v.major == 5 and not v.is_prerelease and not v.is_devrelease))
+
+
+def requirements(root: Path) -> list[Requirement]:
+    """The release's runtime requirements: top level, plus the srt/runtime_common extras
+    of releases that kept them there (up to 0.5.2)."""
+    (info,) = root.glob("sglang-*.dist-info")
+    meta = metadata.PathDistribution(info)
+    found: dict[str, Requirement] = {}
+    for line in meta.requires or []:
+        req = Requirement(line)
+        name = canonicalize_name(req.name)
+        if name in LEFT_OUT:
+            continue
+        envs = [{"extra": e} for e in ("", "srt", "runtime_common", "runtime-common")]
+        if req.marker is None or any(req.marker.evaluate(e) for e in envs):
+            req.marker = None
+            found.setdefault(name, req)
+    return list(found.values())
+
+
+def pins(root: Path) -> dict[str, str]:
+    """torch, transformers and kernel pins read from the wheel's metadata."""
+    (info,) = root.glob("sglang-*.dist-info")
+    out: dict[str, str] = {}
+    for line in metadata.PathDistribution(info).requires or []:
+        req = Requirement(line)
+        name = canonicalize_name(req.name)
+        spec = str(req.specifier)
+        if name in ("torch", "transformers", "sgl-kernel", "sglang-kernel") and \
+                spec.startswith("==") and name not in out:
+            out["kernel" if "kernel" in name else name] = spec[2:]
+            if "kernel" in name:
+                out["kernel_dist"] = name
+    return out
+
+
+def _installed() -> dict[str, str]:
+    return {canonicalize_name(d.metadata["Name"]): d.version for d in metadata.distributions()
+            if d.metadata["Name"]}
+
+
+def overlay(release: str, root: Path, transformers: str | None) -> Path:
+    """The folder of what ``release`` needs beyond this environment, installed once."""
+    tag = f"{release}-tf{transformers}" if transformers else f"{release}-pinned"
+    dest = wheels.cache_dir() / "matrix" / tag
+    if (dest / ".complete").exists():
+        return dest
+    work = dest.with_name(dest.name + f".tmp{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    here = _installed()
+    (work / "requirements.in").write_text(
+        "".join(f"{r}\n" for r in requirements(root)), encoding="utf-8")
+    overrides = [f"{name}=={here[name].split('+')[0]}" for name in KEPT if name in here]
+    overrides += [f"transformers=={transformers}"] if transformers else []
+    relaxed: list[str] = []
+    while True:
+        (work / "overrides.txt").write_text("".join(f"{o}\n" for o in overrides + relaxed),
+                                            encoding="utf-8")
+        try:
+            _uv("pip", "compile", "--python", sys.executable, "--quiet", "--no-header",
+                "--override", work / "overrides.txt", work / "requirements.in",
+                "-o", work / "lock.txt")
+            break
+        except RuntimeError as exc:
+            more = [v for k, v in RELAX.items() if k in str(exc) and v not in relaxed]
+            if not more:
+                raise
+            relaxed += more
+    (work / "relaxed.txt").write_text("".join(f"{r}\n" for r in relaxed), encoding="utf-8")
+    wanted = {}
+    for line in (work / "lock.txt").read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s;]+)", line)
+        if match:
+            wanted[canonicalize_name(match.group(1))] = match.group(2)
+    todo = sorted(f"{n}=={v}" for n, v in wanted.items()
+                  if n not in LEFT_OUT and here.get(n) != v)
+    (work / "installed.txt").write_text("".join(f"{t}\n" for t in todo), encoding="utf-8")
+    if todo:
+        _uv("pip", "install", "--python", sys.executable, "--quiet", "--no-deps",
+            "--target", work / "site", "-r", work / "installed.txt")
+    (work / ".complete").write_text(release, encoding="utf-8")
+    shutil.rmtree(dest, ignore_errors=True)
+    work.rename(dest)
+    return dest
+
+
+def _uv_bin() -> str:
+    """uv on PATH, else the one the ``uv`` package installed (``pip install uv``)."""
+    found = shutil.which("uv")
+    if found:
+        return found
+    import uv
+
+    return str(uv.find_uv_bin())
+
+
+def _uv(*args: str | Path) -> None:
+    proc = subprocess.run([_uv_bin(), *map(str, args)], capture_output=True, text=True,
+                          timeout=1800, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"uv {args[0]} {args[1]}: {proc.stderr.strip()[-2000:]}")
+
+
+def newest_kernel() -> str:
+    """The newest kernel whose export surface is known (the "newer kernel" stand-in)."""
+    return str(max(Version(v) for v in standin.versions() if "+" not in v))
+
+
+def kernel_situations(pinned: str | None, scratch: Path,
+                      root: Path) -> dict[str, Path | str | None]:
+    """none / stand-in of the pinned kernel / stand-in of the newest kernel we know.
+
+    A folder, or a string saying why that situation cannot be built."""
+    known = standin.versions()
+    newest = newest_kernel()
+    ops = standin.ops_faked_by(root)
+    out: dict[str, Path | str | None] = {"none": None}
+    for label, version in (("pinned", pinned), ("newer", newest)):
+        if version is None:
+            out[label] = "the release pins no kernel"
+        elif label == "newer" and pinned and Version(newest) <= Version(pinned):
+            out[label] = f"no kernel newer than the pin {pinned} in the export data"
+        elif version not in known:
+            out[label] = f"no export data for kernel {version} (known up to {newest})"
+        else:
+            out[label] = standin.build(version, scratch / f"kernel-{version}", torch_ops=ops)
+    return out
+
+
+def run_cell(paths: list[Path], shims: bool, model: bool) -> dict[str, Any]:
+    env = clean_env(PYTHONPATH=os.pathsep.join([str(TREE[0]), *map(str, paths),
+                                                *SITE_PACKAGES]))
+    env.update({"MATRIX_MODEL": "1" if model else "0", "SGLANG_SHIMS_KERNEL_BACKEND": "torch"})
+    if not shims:
+        env["SGLANG_SHIMS"] = "0"
+    code = FAKE_CUDA + (ACTIVATE if shims else "") + PROBE.read_text(encoding="utf-8")
+    start = time.monotonic()
+    try:
+        proc = subprocess.run([sys.executable, "-S", "-c", code], env=env, capture_output=True,
+                              text=True, timeout=TIMEOUT, cwd=TREE[0], check=False)
+    except subprocess.TimeoutExpired:
+        return {"crash": f"timed out after {TIMEOUT} s"}
+    try:
+        result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        tail = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1:]
+        result = {"crash": f"exit {proc.returncode}: {tail[0][:400] if tail else ''}"}
+    result["wall"] = round(time.monotonic() - start, 1)
+    return result
+
+
+def run_release(release: str, transformers5: str, scratch: Path, jobs: int,
+                log: Any = print) -> dict[str, Any]:
+    start = time.monotonic()
+    root = wheels.unpack("sglang", release)
+    pinned = pins(root)
+    entry: dict[str, Any] = {"pins": pinned, "cells": []}
+    situations = kernel_situations(pinned.get("kernel"), scratch / release, root)
+    entry["kernels"] = {"pinned": pinned.get("kernel"), "newer": newest_kernel()}
+    flavours: list[tuple[str, str | None]] = [("pinned", None), ("newest5", transformers5)]
+    tasks = []
+    for flavour, version in flavours:
+        try:
+            extra = overlay(release, root, version)
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            for kernel in situations:
+                for mode in ("stock", "shims"):
+                    entry["cells"].append({"transformers": flavour, "kernel": kernel,
+                                           "mode": mode, "env_error": str(exc)[-600:]})
+            continue
+        relaxed = (extra / "relaxed.txt").read_text(encoding="utf-8").split()
+        if relaxed:
+            entry.setdefault("relaxed", {})[flavour] = relaxed
+        for kernel, folder in situations.items():
+            for mode in ("stock", "shims"):
+                cell = {"transformers": flavour, "kernel": kernel, "mode": mode}
+                if isinstance(folder, str):
+                    cell["not_run"] = folder
+                    entry["cells"].append(cell)
+                    continue
+                paths = [extra / "site", root, *([folder] if folder else [])]
+                tasks.append((cell, paths, mode == "shims", kernel == "none"))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run_cell, paths, shims, model): cell
+                   for cell, paths, shims, model in tasks}
+        for future in concurrent.futures.as_completed(futures):
+            cell = futures[future]
+            cell.update(_trim(future.result()))
+            entry["cells"].append(cell)
+            log(f"  {release} {cell['transformers']:8} {cell['kernel']:6} {cell['mode']:5} "
+                f"{summary(cell)}")
+    order = {k: i for i, k in enumerate(("pinned", "newest5", "none", "newer", "stock",
+                                         "shims"))}
+    entry["cells"].sort(key=lambda c: (order[c["transformers"]], order.get(c["kernel"], 1),
+                                       order[c["mode"]]))
+    entry["seconds"] = round(time.monotonic() - start, 1)
+    return entry
+
+
+_CPU_ONLY = re.compile(r"Could not run '(sglang::\w+)' with arguments from the 'CPU' backend")
+
+
+def _trim(result: dict[str, Any]) -> dict[str, Any]:
+    """Keep the committed data small: the per-module table only where something failed.
+
+    A model check that reached one of sglang's own JIT CUDA kernels (``sglang::`` ops,
+    compiled with nvcc when first called, registered for CUDA only) cannot be run on this
+    CPU machine: that is no verdict on the model (``ok`` None), and says which op.
+    """
+    model = result.get("model")
+    match = _CPU_ONLY.search(str((model or {}).get("error")))
+    if model and match:
+        model["ok"] = None
+        model["error"] = (f"not checkable on CPU: sglang's own JIT CUDA kernel {match[1]}"
+                          " (compiled by nvcc at first call; no CPU or Triton stand-in for it"
+                          " in the shims yet)")
+    graph = result.get("graph")
+    if graph and graph.get("ok"):
+        graph.pop("results", None)
+    elif graph:
+        graph["results"] = {k: v for k, v in graph["results"].items() if v != "ok"}
+    return result
+
+
+def summary(cell: dict[str, Any]) -> str:
+    if "env_error" in cell:
+        return f"env: {cell['env_error'][:120]}"
+    if "not_run" in cell:
+        return f"not run: {cell['not_run']}"
+    if "crash" in cell:
+        return f"crash: {cell['crash'][:160]}"
+    graph = cell["graph"]
+    text = "graph ok" if graph["ok"] else \
+        f"graph {graph['failed']}/{graph['of']} fail: {graph['first']['error'][:100]}"
+    model = cell.get("model")
+    if model:
+        text += "; model " + ("ok" if model["ok"] else
+                              "n/a" if model["ok"] is None else "FAIL") + \
+            ("" if model["ok"] else f" ({str(model.get('error'))[:100]})")
+    return text + f" [{cell.get('wall')} s]"
+
+
+def _versions() -> dict[str, str]:
+    here = _installed()
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=TREE[0],
+                              check=False).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if git("status", "--porcelain", "--", "sglang_shims", "patches"):
+        commit += "+uncommitted"
+    return {"python": sys.version.split()[0], "torch": here.get("torch", ""),
+            "triton": here.get("triton", ""), "transformers_base": here.get("transformers", ""),
+            "sglang_shims_commit": commit, "uv": _uv_version()}
+
+
+def _uv_version() -> str:
+    return subprocess.run([_uv_bin(), "--version"], capture_output=True, text=True,
+                          check=False).stdout.split()[-1]
+
+
+def load(path: Path = DATA) -> dict[str, Any]:
+    if path.exists():
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+    return {"schema": 1, "releases": {}}
+
+
+def save(data: dict[str, Any], path: Path = DATA) -> None:
+    data["releases"] = dict(sorted(data["releases"].items(), key=lambda kv: Version(kv[0])))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--releases", help="comma-separated; 'spread' for "
+                        + ",".join(SPREAD) + "; default: every release from the index")
+    parser.add_argument("--jobs", type=int, default=1, help="cells run at once")
+    parser.add_argument("--out", type=Path, default=DATA)
+    parser.add_argument("--tree", type=Path, default=REPO,
+                        help="checkout whose sglang_shims the cells run (e.g. a `git worktree`"
+                        " of HEAD, so that edits in progress do not leak into the results)")
+    args = parser.parse_args(argv)
+    TREE[0] = args.tree.resolve()
+    everything = releases()
+    if args.releases == "spread":
+        chosen = list(SPREAD)
+    elif args.releases:
+        chosen = args.releases.split(",")
+    else:
+        chosen = everything
+    unknown = [r for r in chosen if r not in everything]
+    if unknown:
+        parser.error(f"not releases in {FIRST}..{LAST}: {', '.join(unknown)}")
+    transformers5 = newest_transformers5()
+    data = load(args.out)
+    data["index"] = {"releases": everything, "transformers5": transformers5}
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="sglang-matrix-") as scratch:
+        for release in chosen:
+            print(f"sglang {release}", flush=True)
+            entry = run_release(release, transformers5, Path(scratch), args.jobs,
+                                log=lambda line: print(line, flush=True))
+            entry["date"] = datetime.date.today().isoformat()
+            entry["versions"] = _versions() | {"transformers5": transformers5}
+            data["releases"][release] = entry
+            save(data, args.out)
+            print(f"  {release}: {entry['seconds']} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

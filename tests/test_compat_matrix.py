@@ -1,0 +1,193 @@
+"""The compatibility matrix (tests/matrix): its runner's reading of wheels, the rendering,
+``doctor``'s lookup, and a CI sample of real cells.
+
+The full matrix takes hours (``python -m tests.matrix.run``); CI runs the shims cell with
+no kernel and the release's own transformers pin for a few releases that span the patch
+ranges, and checks that each still passes as the committed run says.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sglang_shims.cli import doctor
+from sglang_shims.cli.doctor import tested
+from sglang_shims.engine.gates import Environment
+
+from .conftest import need
+from .matrix import render, run
+
+# A sample that spans the patch ranges, each cell with no kernel installed:
+# 0.5.5 stock (fails: the kernel is missing) and with the shims (the fallback serves the
+# model: graph and model check pass); 0.5.9 on the newest transformers 5 with the shims
+# (the tf5 patches whose range ends at 0.5.9, the last pure-Python release before the
+# kernel rename).  Small overlays (< 0.4 GB each); about 1.5 min of CPU on 2 cores.
+CI_SAMPLE = [("0.5.5", "pinned", "stock"), ("0.5.5", "pinned", "shims"),
+             ("0.5.9", "newest5", "shims")]
+
+
+def test_requirements_follow_the_srt_extra_and_leave_the_kernel_out(
+        sglang_release: Callable[[str], Path]) -> None:
+    # sglang 0.5.1 keeps its runtime under the srt extra (-> runtime_common): its METADATA
+    # says transformers==4.55.2 and sgl-kernel==0.3.5, torch==2.8.0 there.
+    reqs = {r.name.lower(): str(r.specifier) for r in run.requirements(sglang_release("0.5.1"))}
+    assert reqs["transformers"] == "==4.55.2"
+    assert reqs["xgrammar"] == "==0.1.23"
+    assert reqs["aiohttp"] == ""
+    assert reqs["flashinfer_python"] == "==0.2.11.post3"  # kept: some releases import it
+    for left_out in ("sgl-kernel", "torch", "torchaudio", "sglang", "pytest",
+                     "litellm"):  # the kernel, today's torch, itself, test/other extras
+        assert left_out not in reqs
+
+
+@pytest.mark.parametrize(("release", "expected"), [
+    ("0.5.1", {"torch": "2.8.0", "transformers": "4.55.2", "kernel": "0.3.5",
+               "kernel_dist": "sgl-kernel"}),
+    ("0.5.9", {"torch": "2.9.1", "transformers": "4.57.1", "kernel": "0.3.21",
+               "kernel_dist": "sgl-kernel"}),
+    ("0.5.10", {"torch": "2.9.1", "kernel": "0.4.1", "kernel_dist": "sglang-kernel"}),
+])
+def test_pins_read_from_the_wheel(sglang_release: Callable[[str], Path], release: str,
+                                  expected: dict[str, str]) -> None:
+    # expected values: the pins table of /work/shared/research/sglang_internals.md sec. 2.2
+    got = run.pins(sglang_release(release))
+    assert {k: got.get(k) for k in expected} == expected
+
+
+def _cell(tf: str, kernel: str, mode: str, **fields: Any) -> dict[str, Any]:
+    return {"transformers": tf, "kernel": kernel, "mode": mode, **fields}
+
+
+GRAPH_OK = {"ok": True, "failed": 0, "of": 21, "first": None}
+GRAPH_BAD = {"ok": False, "failed": 21, "of": 21,
+             "first": {"module": "sglang.launch_server", "error": "AttributeError: x",
+                       "at": "sglang/srt/utils.py:1"}}
+
+
+@pytest.mark.parametrize(("cell", "verdict"), [
+    (_cell("pinned", "none", "shims", graph=GRAPH_OK, model={"ok": True}), "pass"),
+    (_cell("pinned", "none", "shims", graph=GRAPH_OK, model={"ok": False, "error": "x"}),
+     "fail"),
+    (_cell("pinned", "none", "shims", graph=GRAPH_OK, model={"ok": None, "error": "h"}),
+     "graph only"),
+    (_cell("pinned", "none", "shims", graph=GRAPH_BAD, model={"ok": True}), "fail"),
+    (_cell("pinned", "pinned", "shims", graph=GRAPH_OK), "pass"),
+    (_cell("pinned", "pinned", "shims", crash="exit -9: Killed"), "fail"),
+    (_cell("pinned", "pinned", "shims", env_error="uv pip compile: no solution"), "fail"),
+    (_cell("pinned", "newer", "shims", not_run="no kernel newer than the pin"), "not run"),
+    (None, "not run"),
+])
+def test_verdict(cell: dict[str, Any] | None, verdict: str) -> None:
+    assert render.verdict(cell) == verdict
+
+
+def _matrix(**pins: str) -> dict[str, Any]:
+    entry = {"date": "2026-12-01", "seconds": 60.0,
+             "pins": {"torch": "2.8.0", "transformers": "4.55.2", "kernel": "0.3.5",
+                      "kernel_dist": "sgl-kernel", **pins},
+             "kernels": {"pinned": "0.3.5", "newer": "0.4.10"},
+             "versions": {"torch": "2.14.1+cu130", "python": "3.11.2"},
+             "cells": [_cell("pinned", "none", "stock", graph=GRAPH_BAD, model={"ok": False}),
+                       _cell("pinned", "none", "shims", graph=GRAPH_OK, model={"ok": True}),
+                       _cell("pinned", "newer", "stock", graph=GRAPH_BAD),
+                       _cell("pinned", "newer", "shims", graph=GRAPH_BAD)]}
+    return {"schema": 1, "index": {"releases": ["0.5.1", "0.5.2"], "transformers5": "5.24.0"},
+            "releases": {"0.5.1": entry}}
+
+
+def _doctor(monkeypatch: pytest.MonkeyPatch, data: dict[str, Any],
+            **versions: str | None) -> list[doctor.Finding]:
+    monkeypatch.setattr(tested, "matrix", lambda: data)
+    env = Environment(versions=dict(versions), capabilities=[], hermetic=True)
+    return tested.check_tested(doctor.Facts(env=env))
+
+
+def test_doctor_says_what_the_matrix_saw(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _matrix()
+    (ok,) = _doctor(monkeypatch, data, sglang="0.5.1", transformers="4.55.2", torch="2.14.1")
+    assert ok.level == "ok"
+    assert "agree with transformers" in ok.detail and "stock it fails" in ok.detail
+    (bad,) = _doctor(monkeypatch, data, sglang="0.5.1", transformers="4.55.2",
+                     **{"sgl-kernel": "0.4.10"})
+    assert bad.level == "warn"
+    assert "21 of 21 serving modules failed" in bad.detail and "AttributeError: x" in bad.detail
+    assert "4.55.2" in bad.remedy
+
+
+@pytest.mark.parametrize(("versions", "words"), [
+    ({"sglang": "0.5.2"}, "was not run yet"),
+    ({"sglang": "0.4.9"}, "is not in the compatibility matrix"),
+    ({"sglang": "0.5.1", "transformers": "4.57.0"}, "this exact combination was not run"),
+    ({"sglang": "0.5.1", "transformers": "4.55.2", "sgl-kernel": "0.3.8"},
+     "this exact combination was not run"),
+])
+def test_doctor_says_when_a_combination_was_not_run(
+        monkeypatch: pytest.MonkeyPatch, versions: dict[str, str], words: str) -> None:
+    (finding,) = _doctor(monkeypatch, _matrix(), **versions)
+    assert finding.level == "info"
+    assert words in finding.detail
+
+
+def test_doctor_without_sglang_says_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _doctor(monkeypatch, _matrix(), torch="2.14.1") == []
+
+
+def test_shipped_data_reads_for_every_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every committed cell is something doctor can report (no KeyError on real data)."""
+    data = tested.matrix()
+    assert data["releases"], "the committed matrix is empty"
+    for release, entry in data["releases"].items():
+        for cell in entry["cells"]:
+            tf = entry["pins"].get("transformers") if cell["transformers"] == "pinned" \
+                else data["index"]["transformers5"]
+            kernel = None if cell["kernel"] == "none" else entry["kernels"][cell["kernel"]]
+            versions = {"sglang": release, "transformers": tf, "sgl-kernel": kernel}
+            findings = _doctor(monkeypatch, data, **versions)
+            assert len(findings) == 1 and findings[0].detail, (release, cell)
+
+
+def test_rendered_page_is_current() -> None:
+    assert render.main(["--check"]) == 0, "run: python -m tests.matrix.render"
+
+
+def test_render_marks_stock_and_shims() -> None:
+    page = render.markdown(_matrix())
+    assert "| 0.5.1 | ✗ → ✓ |" in page  # no kernel: stock fails, shims pass
+    assert "**Not run yet** (1 of 2 releases): 0.5.2" in page
+    picture = render.svg(_matrix())
+    assert picture.count("<rect") == 1 + 2 * 6 * 2 + 4  # background, 2 rows x 6 x 2, legend
+
+
+@pytest.fixture(scope="module")
+def sample_data() -> dict[str, Any]:
+    return copy.deepcopy(tested.matrix())
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize(("release", "flavour", "mode"), CI_SAMPLE)
+def test_ci_sample(release: str, flavour: str, mode: str, sample_data: dict[str, Any]) -> None:
+    """One real cell per line of CI_SAMPLE (no kernel installed): it ends as the committed
+    run recorded, and with the shims it never fails."""
+    for module in ("torch", "transformers", "fastapi", "zmq", "uv"):
+        need(module)
+    from sglang_shims.testing import wheels
+
+    entry = sample_data["releases"].get(release)
+    assert entry is not None, f"{release} is missing from the committed matrix"
+    recorded = render.verdict(render.cell_of(entry, flavour, "none", mode))
+    root = wheels.unpack("sglang", release)
+    tf = None if flavour == "pinned" else sample_data["index"]["transformers5"]
+    extra = run.overlay(release, root, tf)
+    cell = run._trim(run.run_cell([extra / "site", root], shims=mode == "shims", model=True))
+    assert render.verdict(cell) == recorded, json.dumps(cell, indent=1)[-3000:]
+    if mode == "shims":
+        assert recorded != "fail"
+        assert "sgl-kernel-triton-fallback" in cell["acted"]
+    else:
+        assert recorded == "fail"
