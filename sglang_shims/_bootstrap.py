@@ -42,6 +42,7 @@ TARGETS = {
     "gemma-norm-fp32-plus-one": "sglang.srt.models.gemma",
     "gemma3-rope-factor-missing": "sglang.srt.models.gemma3_causal",
     "kernels-revision-required": "kernels",
+    "outlines-json-schema-moved": "sglang.srt.constrained.outlines_backend",
     "output-ids-prompt-tail": "sglang.srt.managers.detokenizer_manager",
     "sgl-kernel-cuda-runtime-preload": "sgl_kernel",
     "sgl-kernel-dist-renamed": "sglang.srt.entrypoints.engine",
