@@ -89,3 +89,23 @@ def test_a_meta_path_entry_without_find_spec_is_passed_over(tmp_path: Path) -> N
     """)
     assert result.returncode == 0, result.stderr
     assert result.json() == [2, "applied"]
+
+
+STALE = """
+import sglang_shims._bootstrap as b
+if CHANGE:
+    b.OFF_BY_DEFAULT = b.OFF_BY_DEFAULT | {"sgl-kernel-fused-marlin-moe"}
+import json
+from sglang_shims import engine
+print(json.dumps(engine.get().warnings))
+"""
+
+
+def test_a_stale_watch_table_is_warned_about_and_a_fresh_one_is_not() -> None:
+    fresh = run_python(STALE.replace("CHANGE", "False"))
+    stale = run_python(STALE.replace("CHANGE", "True"))
+    assert fresh.returncode == 0 and stale.returncode == 0, fresh.stderr + stale.stderr
+    assert fresh.json() == []
+    warnings = stale.json()
+    assert isinstance(warnings, list) and len(warnings) == 1
+    assert warnings[0].startswith("the start-up watch table does not match the built-in patches")
