@@ -109,3 +109,20 @@ def test_a_stale_watch_table_is_warned_about_and_a_fresh_one_is_not() -> None:
     warnings = stale.json()
     assert isinstance(warnings, list) and len(warnings) == 1
     assert warnings[0].startswith("the start-up watch table does not match the built-in patches")
+
+
+def test_revert_forgets_the_patchs_proxies(tmp_path: Path) -> None:
+    site = write_package(tmp_path / "site", {"evtarget/__init__.py": "VALUE = 1\n"})
+    patches = write_patch(tmp_path / "patches", "proxy-demo", manifest_text(
+        "proxy-demo", "evtarget", extra='[[provide]]\nname = "missing_fn"\n'
+        'exported_by = "evtarget 2"\nremedy = "upgrade"\n'))
+    result = run_python("""
+        import json, sglang_shims, evtarget
+        before = sorted(sglang_shims.status()["proxy-demo"]["proxies"])
+        sglang_shims.revert()
+        entry = sglang_shims.status()["proxy-demo"]
+        print(json.dumps([before, entry["state"], entry["proxies"],
+                          hasattr(evtarget, "missing_fn")]))
+    """, paths=(site,), env={"SGLANG_SHIMS_PATH": str(patches)})
+    assert result.returncode == 0, result.stderr
+    assert result.json() == [["evtarget.missing_fn"], "reverted", {}, False]
