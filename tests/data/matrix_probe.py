@@ -119,6 +119,19 @@ def setup():
     torch.cuda.stream = lambda s=None: contextlib.nullcontext()
     from sglang.srt.distributed import parallel_state as ps
     from sglang.srt.layers import dp_attention
+    try:
+        SERVER_ARGS.append(server_args())
+    except TypeError as exc:  # 0.5.23: ServerArgs has its own __new__
+        raise HarnessError(f"ServerArgs without __post_init__: {_first_line(exc)}") from exc
+    try:  # 0.5.17+: the resolved config that the scheduler publishes from its ServerArgs
+        context = importlib.import_module("sglang.srt.runtime_context")
+    except ImportError:
+        context = None
+    if context is not None and hasattr(context, "publish"):
+        try:
+            call(context.publish, server_args=SERVER_ARGS[0], role="scheduler")
+        except Exception as exc:  # noqa: BLE001
+            raise HarnessError(f"runtime_context.publish: {_first_line(exc)}") from exc
     # the groups live on the CPU (from 0.5.9 a CUDA group makes tensors on its device)
     saved = getattr(ps, "is_cuda_alike", None)
     if saved is not None:
@@ -134,16 +147,6 @@ def setup():
     init = getattr(dp_attention, "initialize_dp_attention", None)
     if init is None:
         raise HarnessError("no sglang.srt.layers.dp_attention.initialize_dp_attention")
-    SERVER_ARGS.append(server_args())
-    try:  # 0.5.17+: the resolved config that the scheduler publishes from its ServerArgs
-        context = importlib.import_module("sglang.srt.runtime_context")
-    except ImportError:
-        context = None
-    if context is not None and hasattr(context, "publish"):
-        try:
-            call(context.publish, server_args=SERVER_ARGS[0], role="scheduler")
-        except Exception as exc:  # noqa: BLE001
-            raise HarnessError(f"runtime_context.publish: {_first_line(exc)}") from exc
     model_config = types.SimpleNamespace(hidden_size=256, dtype=torch.bfloat16,
                                          hf_config=types.SimpleNamespace())
     try:

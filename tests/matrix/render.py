@@ -219,7 +219,7 @@ def svg(data: dict[str, Any]) -> str:
     releases = data.get("index", {}).get("releases") or list(data["releases"])
     size, gap, left, top = 16, 4, 86, 96
     col = 2 * size + 12
-    width = left + len(SITUATIONS) * col + 20
+    width = max(left + len(SITUATIONS) * col + 80, 440)  # room for the slanted labels
     height = top + len(releases) * (size + gap) + 60
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}"'
            f' font-family="Helvetica,Arial,sans-serif" font-size="11">',

@@ -292,7 +292,7 @@ _CPU_ONLY = re.compile(r"Could not run '(sglang::\w+)' with arguments from the '
 
 
 def _trim(result: dict[str, Any]) -> dict[str, Any]:
-    """Keep the committed data small: the per-module table only where something failed.
+    """Keep the committed data small: failing modules grouped by their error.
 
     A model check that reached one of sglang's own JIT CUDA kernels (``sglang::`` ops,
     compiled with nvcc when first called, registered for CUDA only) cannot be run on this
@@ -308,8 +308,12 @@ def _trim(result: dict[str, Any]) -> dict[str, Any]:
     graph = result.get("graph")
     if graph and graph.get("ok"):
         graph.pop("results", None)
-    elif graph:
-        graph["results"] = {k: v for k, v in graph["results"].items() if v != "ok"}
+    elif graph and all(isinstance(v, str) for v in graph["results"].values()):
+        by_error: dict[str, list[str]] = {}  # {error: [modules]}: the same error repeats
+        for module, error in graph["results"].items():
+            if error != "ok":
+                by_error.setdefault(error[:300], []).append(module.removeprefix("sglang."))
+        graph["results"] = by_error
     return result
 
 
