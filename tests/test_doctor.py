@@ -832,6 +832,22 @@ def test_config_register_collision() -> None:
             assert verdict(rule_id, facts({"sglang": sglang, "transformers": tf})) is None
 
 
+def test_qwen2_5_vl_rule_quotes_the_first_error() -> None:
+    """sglang 0.4.3.post1-post2 on transformers 4.49 fail on the removed mllama helper
+    before the registration (met on the real wheels in this session); 0.4.3.post3 defines
+    the helper itself and meets the collision first."""
+    first = verdict("tf-qwen2-5-vl-config-register",
+                    facts({"sglang": "0.4.3.post2", "transformers": "4.49.0"}))
+    assert first is not None and first.level == "fail"
+    assert ("ImportError: cannot import name 'is_valid_list_of_images' from "
+            "'transformers.models.mllama.image_processing_mllama'") in first.detail
+    assert "transformers==4.48.3" in first.remedy and ">= 0.4.4.post2" in first.remedy
+    later = verdict("tf-qwen2-5-vl-config-register",
+                    facts({"sglang": "0.4.3.post3", "transformers": "4.49.0"}))
+    assert later is not None and "is_valid_list_of_images" not in later.detail
+    assert "is already used by a Transformers model" in later.detail
+
+
 def test_rope_theta_silent_wrong_output() -> None:
     machine = {"sglang": "0.5.6", "transformers": "5.0.0"}
     pins = {"sglang": ["transformers==4.57.1"]}

@@ -318,6 +318,17 @@ def entry_from_name(name: str) -> FatbinEntry | None:
 
 def _config_register(facts: Facts) -> Verdict | None:
     sglang, tf = facts.version("sglang"), facts.version("transformers")
+    if version_in(sglang, ">=0.4.3.post1,<0.4.3.post3") and version_in(tf, ">=4.49"):
+        # read in the wheels: these two import the helper 4.49 removed, which fails first
+        return ("fail", f"sglang {sglang} imports is_valid_list_of_images from transformers' "
+                f"mllama image processor, which transformers {tf} removed (4.49.0), so import "
+                "sglang.srt.configs fails first with \"ImportError: cannot import name "
+                "'is_valid_list_of_images' from "
+                "'transformers.models.mllama.image_processing_mllama'\"; with that fixed it "
+                "registers its own Qwen2_5_VLConfig, which collides with transformers' own "
+                "(\"ValueError: ... is already used by a Transformers model\")",
+                "pip install 'transformers==4.48.3' (what this sglang pins), or upgrade sglang "
+                "to >= 0.4.4.post2")
     if version_in(sglang, ">=0.4.3.post1,<0.4.4.post2") and version_in(tf, ">=4.49"):
         return ("fail", f"sglang {sglang} registers its own Qwen2_5_VLConfig with "
                 f"AutoImageProcessor at import; transformers {tf} ships Qwen2.5-VL, so import "
