@@ -3,7 +3,8 @@
 Why: each ``sgl-kernel`` wheel is compiled for a fixed set of GPU architectures and
 against one torch ABI; off those pins ``common_ops`` fails to load and sglang stops,
 even though the few elementwise kernels every model needs (RMSNorm, gated
-activations, RoPE, MoE routing) are simple.  These are written in Triton, so they are
+activations, RoPE, MoE routing, alignment and reduction, FP8 activation quantisation)
+are simple.  These are written in Triton, so they are
 compiled just in time for whatever GPU the process has, and each op is one kernel
 launch, as in sgl-kernel (the fused residual-add + norm is one kernel, not two).
 
@@ -37,8 +38,15 @@ __all__ = [
     "gelu_tanh_and_mul",
     "gemma_fused_add_rmsnorm",
     "gemma_rmsnorm",
+    "moe_align_block_size",
+    "moe_sum",
+    "moe_sum_reduce",
     "register_torch_ops",
     "rmsnorm",
+    "sgl_per_tensor_quant_fp8",
+    "sgl_per_token_group_quant_8bit",
+    "sgl_per_token_group_quant_fp8",
+    "sgl_per_token_quant_fp8",
     "silu_and_mul",
     "topk_softmax",
 ]
@@ -54,6 +62,13 @@ _WHERE: dict[str, str] = {
     "gelu_tanh_and_mul": "_activation",
     "apply_rope_with_cos_sin_cache_inplace": "_rope",
     "topk_softmax": "_moe",
+    "moe_align_block_size": "_moe_align",
+    "moe_sum": "_moe_align",
+    "moe_sum_reduce": "_moe_align",
+    "sgl_per_token_group_quant_fp8": "_fp8",
+    "sgl_per_token_group_quant_8bit": "_fp8",
+    "sgl_per_token_quant_fp8": "_fp8",
+    "sgl_per_tensor_quant_fp8": "_fp8",
 }
 _EXTRA: dict[str, str] = {
     "FusedSetKVBufferArg": "_rope",

@@ -2,7 +2,7 @@
 
 The module object sglang imports as ``sgl_kernel`` is filled here: every name of the
 export surface of the kernel release the installed sglang pins exists -- our Triton
-implementations where we have them (norms, gated activations, RoPE, MoE top-k), and
+implementations where we have them (:data:`sglang_shims.kernels.OPS`), and
 for everything else a lazy :class:`~sglang_shims.engine.proxy.OptionalSymbol` that raises a
 clear error only if called.  Names outside that surface raise AttributeError, so
 sglang's own ``try: from sgl_kernel import X / except ImportError`` fallbacks still
@@ -126,7 +126,8 @@ class Provider:
         def text() -> str:
             return (f"{qualname} is not available: sgl_kernel is served by sglang-shims'"
                     f" fallback kernels ({self.cause}), which implement only the ops a"
-                    f" dense bf16/fp16 model needs. {self.remedy}"
+                    f" dense bf16/fp16 model, MoE routing and FP8 activation quantisation"
+                    f" need. {self.remedy}"
                     f" [patch {self.patch_id!r}; `sglang-shims explain {self.patch_id}`]")
 
         return text

@@ -18,7 +18,8 @@ the version sglang expects:
    adapter calls it only where the result is the same -- float32 ``query``/``key``,
    no ``fused_set_kv_buffer_arg`` -- and our Triton kernel otherwise;
 2. **ours** -- :mod:`sglang_shims.kernels` implements it with sgl-kernel's signature
-   (norms, gated activations, RoPE, MoE top-k softmax, ``FusedSetKVBufferArg``);
+   (norms, gated activations, RoPE, MoE top-k softmax, alignment and reduction, FP8
+   activation quantisation, ``FusedSetKVBufferArg``);
 3. **none** -- a lazy proxy whose call raises an error naming what to install.
 
 :func:`plan` decides from names alone (the live module's, or the export data's for

@@ -1,0 +1,213 @@
+"""The plumbing around sglang's own Triton fused-MoE: block alignment and top-k reduction.
+
+sglang runs MoE experts with its own Triton kernel (``fused_moe_triton``); on CUDA the two
+steps around it come from sgl-kernel, with these Python signatures:
+
+* ``moe_align_block_size(topk_ids, num_experts, block_size, sorted_token_ids,
+  experts_ids, num_tokens_post_pad, cumsum_buffer, pad_sorted_token_ids=False,
+  ignore_invalid_experts=False)``: sglang passes ``num_experts + 1`` *buckets*; routed
+  token ``i`` (the flat index into ``topk_ids``) with expert ``e`` goes to bucket
+  ``e + 1``, so bucket 0 gathers the ``-1`` ids expert parallelism uses for experts on
+  other ranks.  Each bucket's count is padded up to a multiple of ``block_size``; the
+  buckets are laid out one after another in ``sorted_token_ids``, each holding its
+  tokens' flat indices, in the tokens' order, then padding.  ``experts_ids[j]`` is the
+  expert (bucket - 1) of block ``j`` for every block up to ``num_tokens_post_pad[0]``
+  (the padded total); later blocks are not written.  With ``pad_sorted_token_ids`` the
+  whole of ``sorted_token_ids`` is first set to ``topk_ids.numel()`` (the fused-MoE
+  kernel's "no token"); without it, the padding slots keep what the caller put there.
+  ``cumsum_buffer`` is scratch to sgl-kernel; here it is left holding each bucket's
+  starting offset and, last, the total.  ``ignore_invalid_experts`` (sglang 0.5.17's
+  ninth argument) leaves the ``-1`` ids out entirely.
+* ``moe_sum_reduce(input, output, routed_scaling_factor)`` (sgl-kernel >= 0.3.12):
+  ``output[t] = routed_scaling_factor * sum_k input[t, k]``, summed in fp32 and rounded
+  once; ``moe_sum(input, output)`` (>= 0.3.16) is the same without the factor.
+
+Ids outside ``[-1, num_experts - 1)`` are left out of the alignment in both paths (the
+CUDA kernel would write outside its buffers).  Accepted beyond sgl-kernel: any strides
+for the reductions.  Bucket counts above 4096 run on the plain-PyTorch path.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._common import next_pow2, use_triton
+from ._compile_lock import launch, sizes
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["moe_align_block_size", "moe_sum", "moe_sum_reduce"]
+
+_MAX_TRITON_BUCKETS = 4096
+_TILE = 8192  # one-hot tile elements a program holds at once
+
+
+def moe_align_block_size(
+    topk_ids: torch.Tensor,
+    num_experts: int,
+    block_size: int,
+    sorted_token_ids: torch.Tensor,
+    experts_ids: torch.Tensor,
+    num_tokens_post_pad: torch.Tensor,
+    cumsum_buffer: torch.Tensor,
+    pad_sorted_token_ids: bool = False,
+    ignore_invalid_experts: bool = False,
+) -> None:
+    """Group routed tokens by expert, each group padded to a multiple of ``block_size``."""
+    if _is_tensor(pad_sorted_token_ids):
+        raise TypeError("moe_align_block_size: the early form with a token_cnts_buffer "
+                        "(sglang < 0.4.4) is not implemented by sglang-shims' fallback")
+    n_buckets, bs = int(num_experts), int(block_size)
+    _check(topk_ids, n_buckets, bs, sorted_token_ids, experts_ids, num_tokens_post_pad,
+           cumsum_buffer)
+    if use_triton(topk_ids) and topk_ids.numel() and n_buckets <= _MAX_TRITON_BUCKETS:
+        _triton_align(topk_ids, n_buckets, bs, sorted_token_ids, experts_ids,
+                      num_tokens_post_pad, cumsum_buffer, bool(pad_sorted_token_ids),
+                      bool(ignore_invalid_experts))
+    else:
+        moe_align_torch(topk_ids, n_buckets, bs, sorted_token_ids, experts_ids,
+                        num_tokens_post_pad, cumsum_buffer, bool(pad_sorted_token_ids),
+                        bool(ignore_invalid_experts))
+
+
+def _is_tensor(obj: object) -> bool:
+    return hasattr(obj, "dim") and hasattr(obj, "dtype")
+
+
+def _check(ids: torch.Tensor, n_buckets: int, bs: int, sorted_ids: torch.Tensor,
+           expert_ids: torch.Tensor, post_pad: torch.Tensor, cumsum: torch.Tensor) -> None:
+    """Types, and buffer sizes against the most padding there can be (no device sync)."""
+    import torch
+
+    name = "moe_align_block_size"
+    if ids.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"{name}: topk_ids must be int32 or int64, got {ids.dtype}")
+    for label, t in (("sorted_token_ids", sorted_ids), ("experts_ids", expert_ids),
+                     ("num_tokens_post_pad", post_pad), ("cumsum_buffer", cumsum)):
+        if t.dtype != torch.int32 or not t.is_contiguous():
+            raise TypeError(f"{name}: {label} must be a contiguous int32 tensor, got "
+                            f"{t.dtype}")
+    if n_buckets <= 0 or bs <= 0:
+        raise ValueError(f"{name}: num_experts and block_size must be positive, got "
+                         f"{n_buckets} and {bs}")
+    numel = ids.numel()
+    most = min(numel * bs, numel + n_buckets * (bs - 1))
+    if (sorted_ids.numel() < most or expert_ids.numel() < -(-most // bs)
+            or post_pad.numel() < 1 or cumsum.numel() < n_buckets + 1):
+        raise ValueError(
+            f"{name}: buffers too small for {numel} routed tokens, {n_buckets} buckets and "
+            f"block_size {bs}: sorted_token_ids needs {most} (has {sorted_ids.numel()}), "
+            f"experts_ids {-(-most // bs)} (has {expert_ids.numel()}), cumsum_buffer "
+            f"{n_buckets + 1} (has {cumsum.numel()})")
+
+
+def moe_align_torch(topk_ids: torch.Tensor, n_buckets: int, bs: int,
+                    sorted_token_ids: torch.Tensor, experts_ids: torch.Tensor,
+                    num_tokens_post_pad: torch.Tensor, cumsum_buffer: torch.Tensor,
+                    pad: bool, ignore_invalid: bool) -> None:
+    """Plain-PyTorch path, exact integer arithmetic."""
+    import torch
+
+    dev = topk_ids.device
+    numel = topk_ids.numel()
+    bucket = topk_ids.reshape(-1).long() + 1
+    ok = (bucket >= (1 if ignore_invalid else 0)) & (bucket < n_buckets)
+    tokens = torch.arange(numel, device=dev)[ok]
+    bucket = bucket[ok]
+    counts = torch.bincount(bucket, minlength=n_buckets)
+    padded = (counts + bs - 1) // bs * bs
+    starts = padded.cumsum(0) - padded
+    total = padded.sum()
+    if pad:
+        sorted_token_ids.fill_(numel)
+    order = torch.sort(bucket, stable=True).indices
+    bucket, tokens = bucket[order], tokens[order]
+    first = counts.cumsum(0) - counts  # where each bucket begins among the sorted tokens
+    rank = torch.arange(bucket.numel(), device=dev) - first[bucket]
+    sorted_token_ids[starts[bucket] + rank] = tokens.to(torch.int32)
+    blocks = torch.repeat_interleave(torch.arange(n_buckets, device=dev) - 1, padded // bs)
+    experts_ids[:blocks.numel()] = blocks.to(torch.int32)
+    num_tokens_post_pad.view(-1)[0] = total.to(torch.int32)
+    cumsum_buffer[:n_buckets] = starts.to(torch.int32)
+    cumsum_buffer[n_buckets] = total.to(torch.int32)
+
+
+def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
+                  sorted_token_ids: torch.Tensor, experts_ids: torch.Tensor,
+                  num_tokens_post_pad: torch.Tensor, cumsum_buffer: torch.Tensor,
+                  pad: bool, ignore_invalid: bool) -> None:
+    import torch
+    import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    from . import _moe_align_kernels as k
+
+    ids = topk_ids if topk_ids.is_contiguous() else topk_ids.contiguous()
+    numel = ids.numel()
+    block_e = next_pow2(n_buckets)
+    block_t = max(16, min(256, _TILE // block_e))
+    n_chunks = triton.cdiv(numel, block_t)
+    counts = torch.empty(n_chunks * block_e, dtype=torch.int32, device=ids.device)
+    n_sorted = sorted_token_ids.numel()
+    fill = triton.cdiv(n_sorted, n_chunks)
+    rows = max(1, _TILE // block_e)
+    common = (ids.dtype, block_t, block_e, ignore_invalid, sizes(numel))
+    launch(("moe_align_count", pad, *common), lambda: k.align_count_kernel[(n_chunks,)](
+        ids, counts, sorted_token_ids, numel, n_buckets, n_sorted, fill,
+        IGNORE_INVALID=ignore_invalid, BLOCK_T=block_t, BLOCK_E=block_e, PAD=pad,
+        BLOCK_F=1024))
+    launch(("moe_align_scan", block_e, rows), lambda: k.align_scan_kernel[(1,)](
+        counts, cumsum_buffer, experts_ids, num_tokens_post_pad, n_chunks, n_buckets, bs,
+        experts_ids.numel(), BLOCK_C=rows, BLOCK_E=block_e, BLOCK_J=rows))
+    launch(("moe_align_place", *common), lambda: k.align_place_kernel[(n_chunks,)](
+        ids, counts, cumsum_buffer, sorted_token_ids, numel, n_buckets,
+        IGNORE_INVALID=ignore_invalid, BLOCK_T=block_t, BLOCK_E=block_e))
+
+
+def moe_sum_reduce(input: torch.Tensor, output: torch.Tensor,
+                   routed_scaling_factor: float) -> None:
+    """``output = routed_scaling_factor * input.sum(dim=1)``, fp32 accumulation."""
+    sum_into(input, output, float(routed_scaling_factor))
+
+
+def moe_sum(input: torch.Tensor, output: torch.Tensor) -> None:
+    """``output = input.sum(dim=1)``, fp32 accumulation."""
+    sum_into(input, output, None)
+
+
+def sum_into(input: torch.Tensor, output: torch.Tensor, scale: float | None) -> None:
+    """The op-level entry point of both reductions."""
+    import torch
+
+    if input.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(f"moe_sum: input must be float16, bfloat16 or float32, got "
+                        f"{input.dtype}")
+    if input.dim() != 3 or output.dim() != 2:
+        raise ValueError("moe_sum: input must be [tokens, topk, hidden] and output "
+                         "[tokens, hidden]")
+    if input.shape[0] != output.shape[0] or input.shape[2] != output.shape[1]:
+        raise ValueError(f"moe_sum: shapes {tuple(input.shape)} and {tuple(output.shape)} "
+                         "do not match")
+    if output.dtype != input.dtype:
+        raise TypeError(f"moe_sum: output must be {input.dtype}, got {output.dtype}")
+    if output.numel() == 0:
+        return
+    if not use_triton(input):
+        acc = input.float().sum(dim=1)
+        output.copy_(acc if scale is None else acc * scale)
+        return
+    import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    from . import _moe_align_kernels
+
+    x = input if input.stride(2) == 1 else input.contiguous()
+    out = output if output.stride(1) == 1 else torch.empty_like(output)
+    tokens, topk, hidden = x.shape
+    block_h = min(next_pow2(hidden), 1024)
+    grid = (tokens, triton.cdiv(hidden, block_h))
+    key = ("moe_sum", x.dtype, block_h, scale is not None)
+    launch(key, lambda: _moe_align_kernels.moe_sum_kernel[grid](
+        x, out, hidden, topk, x.stride(0), x.stride(1), out.stride(0),
+        1.0 if scale is None else scale, BLOCK_H=block_h, SCALE=scale is not None))
+    if out is not output:
+        output.copy_(out)
