@@ -193,7 +193,7 @@ def test_finder_version_gates_agree_with_packaging(version: str,
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
 
-    from sglang_shims._bootstrap import spec_contains
+    from sglang_shims._versions import spec_contains
 
     spec = ",".join(op + bound for op, bound in clauses)
     try:
@@ -212,7 +212,7 @@ def test_installed_version_reads_dist_info_as_importlib_metadata_does(tmp_path: 
     (egg / "PKG-INFO").write_text("Metadata-Version: 1.0\nName: other\nVersion: 0.7\n")
     result = run_python("""
         import json, importlib.metadata as md
-        from sglang_shims._bootstrap import installed_version
+        from sglang_shims._versions import installed_version
         names = ["some-dist", "some.dist", "other", "absent-dist"]
         def meta(n):
             try:

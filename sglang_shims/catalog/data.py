@@ -11,7 +11,6 @@ no longer matches its manifests (see :func:`digest`).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ SCHEMA = 1
 
 def to_data(manifest: Manifest) -> dict[str, Any]:
     """A manifest as JSON-ready data, without where it was read from."""
-    data = asdict(manifest)
+    data = manifest.as_data()
     del data["folder"], data["source"]
     return data
 
@@ -33,7 +32,10 @@ def _gates(items: list[dict[str, Any]]) -> tuple[Gate, ...]:
 
 
 def from_data(data: dict[str, Any], folder: Path | None) -> Manifest:
-    """The inverse of :func:`to_data`, for a built-in patch living in ``folder``."""
+    """The inverse of :func:`to_data`, for a built-in patch living in ``folder``.
+
+    No validation runs here: ``codegen`` wrote the JSON from manifests that passed it, and
+    a source checkout whose manifests changed since is caught by :func:`digest`."""
     retire = data["retire"]
     return Manifest(
         id=data["id"], summary=data["summary"], evidence=tuple(data["evidence"]),

@@ -11,26 +11,104 @@ silently turn a patch off.
 
 from __future__ import annotations
 
-import re
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-ID_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*[a-z0-9]$")
-MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-SYMBOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
-DIST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# Validation patterns, compiled on first use (:func:`_matches`): the engine reads the
+# built-in manifests from catalog.json, validated when it was generated, and never needs them.
+PATTERNS = {
+    "id": r"^[a-z0-9][a-z0-9.-]*[a-z0-9]$",
+    "module": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$",
+    "symbol": r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$",
+    "dist": r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+}
 WHEN = ("before", "after", "instead")
 POLICIES = ("optional", "required")
+_compiled: dict[str, Any] = {}
+_set = object.__setattr__
+
+
+def _matches(kind: str, text: str) -> bool:
+    """Does ``text`` match the :data:`PATTERNS` entry ``kind``?"""
+    pattern = _compiled.get(kind)
+    if pattern is None:
+        import re
+
+        pattern = _compiled[kind] = re.compile(PATTERNS[kind])
+    return pattern.match(text) is not None
 
 
 class ManifestError(ValueError):
     """A manifest that cannot be used; the message names the file and the field."""
 
 
-@dataclass(frozen=True)
-class Gate:
+class _Value:
+    """Base of the manifest's value types: immutable, compared and hashed by their fields.
+
+    Plain classes with ``__slots__`` rather than frozen dataclasses: creating the five
+    dataclasses cost about 3 ms at every wake-up (each generates and compiles its methods),
+    more than the rest of the engine's modules together.  ``_FIELDS`` lists the fields in
+    order; ``_UNCOMPARED`` those left out of ``==``, ``hash`` (where they were left out
+    before: where a manifest was read from is not what it says).
+    """
+
+    __slots__: tuple[str, ...] = ()
+    _FIELDS: tuple[str, ...] = ()
+    _UNCOMPARED: frozenset[str] = frozenset()
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f) for f in self._FIELDS if f not in self._UNCOMPARED)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS)
+        return f"{type(self).__name__}({shown})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: a {type(self).__name__} is"
+                             " immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: a {type(self).__name__} is"
+                             " immutable")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copy and pickle would restore the fields through __setattr__, which refuses
+        return _rebuild, (type(self), tuple(getattr(self, f) for f in self._FIELDS))
+
+    def as_data(self) -> dict[str, Any]:
+        """Every field as JSON-ready data (tuples become lists, nested values dicts)."""
+        return {f: _data(getattr(self, f)) for f in self._FIELDS}
+
+
+def _rebuild(cls: type[_Value], values: tuple[Any, ...]) -> _Value:
+    value = cls.__new__(cls)
+    for name, item in zip(cls._FIELDS, values, strict=True):
+        _set(value, name, item)
+    return value
+
+
+def _data(value: object) -> Any:
+    if isinstance(value, _Value):
+        return value.as_data()
+    if isinstance(value, (tuple, list)):
+        return [_data(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _data(v) for k, v in value.items()}
+    return value
+
+
+class Gate(_Value):
     """A PEP 440 specifier over one distribution, or the first installed of several.
 
     ``"sgl-kernel | sglang-kernel" = ">=0.3.18"`` reads: whichever of the two is
@@ -38,16 +116,20 @@ class Gate:
     only asks that the distribution be installed.
     """
 
+    __slots__ = _FIELDS = ("dists", "spec")
     dists: tuple[str, ...]
     spec: str
+
+    def __init__(self, dists: tuple[str, ...], spec: str) -> None:
+        _set(self, "dists", dists)
+        _set(self, "spec", spec)
 
     @property
     def label(self) -> str:
         return " | ".join(self.dists)
 
 
-@dataclass(frozen=True)
-class Fingerprint:
+class Fingerprint(_Value):
     """What a patch expects to find in a module's source before it acts.
 
     ``module`` may name alternatives, ``"a | b"``: the first that exists is read
@@ -57,12 +139,29 @@ class Fingerprint:
     module-level ``from X import names`` statement).
     """
 
+    __slots__ = _FIELDS = ("module", "anchors", "function", "sha256", "import_from",
+                           "import_names")
     module: str
-    anchors: tuple[str, ...] = ()
-    function: str | None = None
-    sha256: tuple[str, ...] = ()
-    import_from: str | None = None
-    import_names: tuple[str, ...] = ()
+    anchors: tuple[str, ...]
+    function: str | None
+    sha256: tuple[str, ...]
+    import_from: str | None
+    import_names: tuple[str, ...]
+
+    def __init__(self, module: str, anchors: tuple[str, ...] = (), function: str | None = None,
+                 sha256: tuple[str, ...] = (), import_from: str | None = None,
+                 import_names: tuple[str, ...] = ()) -> None:
+        _set(self, "module", module)
+        _set(self, "anchors", anchors)
+        _set(self, "function", function)
+        _set(self, "sha256", sha256)
+        _set(self, "import_from", import_from)
+        _set(self, "import_names", import_names)
+
+    def with_module(self, module: str) -> Fingerprint:
+        """The same fingerprint for one of its alternative modules."""
+        return Fingerprint(module, self.anchors, self.function, self.sha256, self.import_from,
+                           self.import_names)
 
     @property
     def modules(self) -> tuple[str, ...]:
@@ -84,33 +183,53 @@ class Fingerprint:
         return f"{self.module} does `from {self.import_from} import {', '.join(self.import_names)}`"
 
 
-@dataclass(frozen=True)
-class Retire:
+class Retire(_Value):
     """When the problem is gone upstream, the patch becomes a logged no-op.
 
     Any one rule suffices: a symbol exported (``"module:name"``), a distribution
     installed, or every version gate in ``versions`` satisfied.
     """
 
+    __slots__ = _FIELDS = ("description", "exported", "installed", "versions")
     description: str
-    exported: tuple[str, ...] = ()
-    installed: tuple[str, ...] = ()
-    versions: tuple[Gate, ...] = ()
+    exported: tuple[str, ...]
+    installed: tuple[str, ...]
+    versions: tuple[Gate, ...]
+
+    def __init__(self, description: str, exported: tuple[str, ...] = (),
+                 installed: tuple[str, ...] = (), versions: tuple[Gate, ...] = ()) -> None:
+        _set(self, "description", description)
+        _set(self, "exported", exported)
+        _set(self, "installed", installed)
+        _set(self, "versions", versions)
 
 
-@dataclass(frozen=True)
-class Provide:
+class Provide(_Value):
     """A name supplied on the target module as a lazy proxy when it is missing."""
 
+    __slots__ = _FIELDS = ("name", "exported_by", "remedy", "provider_dists", "substitute")
     name: str
     exported_by: str
     remedy: str
-    provider_dists: tuple[str, ...] = ()
-    substitute: str | None = None
+    provider_dists: tuple[str, ...]
+    substitute: str | None
+
+    def __init__(self, name: str, exported_by: str, remedy: str,
+                 provider_dists: tuple[str, ...] = (), substitute: str | None = None) -> None:
+        _set(self, "name", name)
+        _set(self, "exported_by", exported_by)
+        _set(self, "remedy", remedy)
+        _set(self, "provider_dists", provider_dists)
+        _set(self, "substitute", substitute)
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(_Value):
+    """One patch's manifest; ``folder`` and ``source`` say where it was read from."""
+
+    __slots__ = _FIELDS = ("id", "summary", "evidence", "target", "when", "default", "policy",
+                           "retire", "changes", "requires", "gpu", "fingerprints", "provides",
+                           "code", "range_note", "test_with", "folder", "source")
+    _UNCOMPARED = frozenset({"test_with", "folder"})
     id: str
     summary: str
     evidence: tuple[str, ...]
@@ -119,16 +238,33 @@ class Manifest:
     default: bool
     policy: str
     retire: Retire
-    changes: str = ""
-    requires: tuple[Gate, ...] = ()
-    gpu: str | None = None
-    fingerprints: tuple[Fingerprint, ...] = ()
-    provides: tuple[Provide, ...] = ()
-    code: str | None = None
-    range_note: str = ""
-    test_with: dict[str, str] = field(default_factory=dict, compare=False)
-    folder: Path | None = field(default=None, compare=False)
-    source: str = "builtin"
+    changes: str
+    requires: tuple[Gate, ...]
+    gpu: str | None
+    fingerprints: tuple[Fingerprint, ...]
+    provides: tuple[Provide, ...]
+    code: str | None
+    range_note: str
+    test_with: dict[str, str]
+    folder: Path | None
+    source: str
+
+    def __init__(self, *, id: str, summary: str, evidence: tuple[str, ...], target: str,
+                 when: str, default: bool, policy: str, retire: Retire, changes: str = "",
+                 requires: tuple[Gate, ...] = (), gpu: str | None = None,
+                 fingerprints: tuple[Fingerprint, ...] = (), provides: tuple[Provide, ...] = (),
+                 code: str | None = None, range_note: str = "",
+                 test_with: dict[str, str] | None = None, folder: Path | None = None,
+                 source: str = "builtin") -> None:
+        for name, value in (("id", id), ("summary", summary), ("evidence", evidence),
+                            ("target", target), ("when", when), ("default", default),
+                            ("policy", policy), ("retire", retire), ("changes", changes),
+                            ("requires", requires), ("gpu", gpu),
+                            ("fingerprints", fingerprints), ("provides", provides),
+                            ("code", code), ("range_note", range_note),
+                            ("test_with", {} if test_with is None else test_with),
+                            ("folder", folder), ("source", source)):
+            _set(self, name, value)
 
     @property
     def roots(self) -> set[str]:
@@ -181,7 +317,7 @@ def parse_gates(table: dict[str, Any], where: str) -> tuple[Gate, ...]:
         if not isinstance(spec, str):
             raise _fail(where, f"gate {key!r} must be a specifier string like '>=0.5,<0.6'")
         dists = tuple(d.strip() for d in key.split("|"))
-        bad = [d for d in dists if not DIST_RE.match(d)]
+        bad = [d for d in dists if not _matches("dist", d)]
         if bad:
             raise _fail(where, f"gate {key!r} names an invalid distribution {bad[0]!r}")
         try:
@@ -197,7 +333,7 @@ def _parse_fingerprint(table: Any, where: str) -> Fingerprint:
         raise _fail(where, "each [[fingerprint]] must be a table")
     r = _Reader(table, where)
     module = r.get("module", str)
-    if not all(MODULE_RE.match(m.strip()) for m in module.split("|")):
+    if not all(_matches("module", m.strip()) for m in module.split("|")):
         raise _fail(where, f"fingerprint module {module!r} is not a module name"
                     " (or 'a | b': the first of them that exists)")
     module = " | ".join(m.strip() for m in module.split("|"))
@@ -232,7 +368,7 @@ def _parse_retire(table: Any, where: str) -> Retire:
     versions = parse_gates(r.get("versions", dict, {}), where + " versions")
     r.finish()
     for sym in exported:
-        if not SYMBOL_RE.match(sym):
+        if not _matches("symbol", sym):
             raise _fail(where, f"exported {sym!r} must look like 'module:name'")
     if not (exported or installed or versions):
         raise _fail(where, "needs at least one rule: 'exported', 'installed' or 'versions'")
@@ -254,7 +390,7 @@ def _parse_provide(table: Any, where: str) -> Provide:
     r.finish()
     if not name.isidentifier():
         raise _fail(where, f"provide name {name!r} is not an identifier")
-    if out.substitute is not None and not SYMBOL_RE.match(out.substitute):
+    if out.substitute is not None and not _matches("symbol", out.substitute):
         raise _fail(where, f"substitute {out.substitute!r} must look like 'module:name'")
     return out
 
@@ -264,7 +400,7 @@ def parse(data: dict[str, Any], where: str, folder: Path | None = None,
     """Build a :class:`Manifest` from parsed TOML, or raise :class:`ManifestError`."""
     r = _Reader(data, where)
     patch_id = r.get("id", str)
-    if not ID_RE.match(patch_id):
+    if not _matches("id", patch_id):
         raise _fail(where, f"id {patch_id!r} must be lower-case letters, digits, '-' and '.'")
     if folder is not None and folder.name != patch_id:
         raise _fail(where, f"id {patch_id!r} must equal its folder name {folder.name!r}")
@@ -285,7 +421,7 @@ def parse(data: dict[str, Any], where: str, folder: Path | None = None,
     target = tr.get("module", str)
     when = tr.get("when", str, "after")
     tr.finish()
-    if not MODULE_RE.match(target):
+    if not _matches("module", target):
         raise _fail(where, f"target module {target!r} is not a module name")
     if when not in WHEN:
         raise _fail(where, f"target.when must be one of {WHEN}, got {when!r}")

@@ -15,8 +15,6 @@ import logging
 import os
 import threading
 import time
-import traceback
-from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
@@ -151,12 +149,12 @@ class Engine:
                  current: ModuleType | None) -> _report.Record:
         if current is not None and record.state == "applied":
             why = self._stale(patch_id, record.target, current)
-            return replace(record, state=State.STALE, reason=why) if why else record
+            return record.but(state=State.STALE, reason=why) if why else record
         if current is not None and record.state == "pending":
             if record.target in self.loading:
-                return replace(record, reason=f"{record.target} is being imported")
-            return replace(record, state=State.BYPASSED,
-                           reason=self._bypassed(record.target, current))
+                return record.but(reason=f"{record.target} is being imported")
+            return record.but(state=State.BYPASSED,
+                              reason=self._bypassed(record.target, current))
         return record
 
     def _stale(self, patch_id: str, target: str, current: ModuleType) -> str:
@@ -303,7 +301,7 @@ class Engine:
         try:
             _catalog.load_code(manifest).provide(ctx)
         except Exception as exc:
-            self.log.debug("%s failed:\n%s", manifest.id, traceback.format_exc())
+            self.log.debug("%s failed:", manifest.id, exc_info=True)
             self._set(manifest, "failed", f"provide() raised {type(exc).__name__}: {exc}")
             raise ShimImportError(
                 f"sglang-shims: patch {manifest.id!r} could not stand in for {name}"
@@ -388,7 +386,7 @@ class Engine:
             if fixed:
                 reason += f" (restored {manifest.target} attributes changed outside the" \
                           f" journal: {', '.join(fixed)})"
-            self.log.debug("%s failed:\n%s", manifest.id, traceback.format_exc())
+            self.log.debug("%s failed:", manifest.id, exc_info=True)
             self._set(manifest, "failed", reason, gates=judged.gates, notes=ctx.notes)
             return
         with self.lock:

@@ -10,34 +10,45 @@ by their numbers (a ``0.5.1.dev3`` sglang is inside ``<0.5.6``), and a local lab
 from __future__ import annotations
 
 import os
-import re
 import sys
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .. import _bootstrap
-from ..catalog.manifest import Gate, Manifest
+from .. import _versions
+
+if TYPE_CHECKING:
+    from ..catalog.manifest import Gate, Manifest
 
 
 def canonical(dist: str) -> str:
-    return re.sub(r"[-_.]+", "-", dist).lower()
+    """PEP 503's name: runs of ``-``, ``_`` and ``.`` become one ``-``, lower case."""
+    name = dist.replace("_", "-").replace(".", "-")
+    while "--" in name:
+        name = name.replace("--", "-")
+    return name.lower()
 
 
-@dataclass
 class Environment:
     """Installed versions and GPU capabilities, each looked up once per process.
 
     ``versions`` and ``capabilities`` may be given up front (tests, ``explain`` of a
-    hypothetical environment); otherwise they are read lazily.
+    hypothetical environment); otherwise they are read lazily.  ``hermetic``: only
+    ``versions`` exist, nothing is read from this interpreter's metadata.  A plain class:
+    a dataclass costs a few hundred microseconds to create, at every wake-up.
     """
 
-    versions: dict[str, str | None] = field(default_factory=dict)
-    capabilities: list[tuple[int, int]] | None = None
-    gpu_source: str = ""
-    hermetic: bool = False
-    """Only ``versions`` exist: nothing is read from this interpreter's metadata."""
+    __slots__ = ("capabilities", "gpu_source", "hermetic", "versions")
 
-    def __post_init__(self) -> None:
-        self.versions = {canonical(k): v for k, v in self.versions.items()}
+    def __init__(self, versions: dict[str, str | None] | None = None,
+                 capabilities: list[tuple[int, int]] | None = None, gpu_source: str = "",
+                 hermetic: bool = False) -> None:
+        self.versions = {canonical(k): v for k, v in (versions or {}).items()}
+        self.capabilities = capabilities
+        self.gpu_source = gpu_source
+        self.hermetic = hermetic
+
+    def __repr__(self) -> str:
+        return (f"Environment(versions={self.versions!r}, capabilities={self.capabilities!r},"
+                f" gpu_source={self.gpu_source!r}, hermetic={self.hermetic!r})")
 
     def version(self, dist: str) -> str | None:
         key = canonical(dist)
@@ -115,10 +126,10 @@ OPERATORS = ("===", "==", "!=", "<=", ">=", "~=", "<", ">")
 
 
 def _without_packaging(version: str, spec: str) -> bool | None:
-    """The answer of the bootstrap's import-free PEP 440 reader, where it can tell (a test
+    """The answer of the import-free PEP 440 reader (``_versions``), where it can tell (a test
     holds it to packaging's answers); None sends the question to packaging, whose import
     costs about 3.5 ms in a process that has not loaded it -- most of waking up."""
-    if _bootstrap.version_key(version) is None:
+    if _versions.version_key(version) is None:
         return None
     for clause in (c.strip() for c in spec.split(",")):
         if not clause:
@@ -130,9 +141,9 @@ def _without_packaging(version: str, spec: str) -> bool | None:
         if bound.endswith(".*"):
             if op not in ("==", "!=") or not all(p.isdigit() for p in bound[:-2].split(".")):
                 return None
-        elif _bootstrap.version_key(bound) is None or (op == "~=" and "." not in bound):
+        elif _versions.version_key(bound) is None or (op == "~=" and "." not in bound):
             return None
-    return _bootstrap.spec_contains(spec, version)
+    return _versions.spec_contains(spec, version)
 
 
 def satisfies(version: str, spec: str) -> tuple[bool, str]:

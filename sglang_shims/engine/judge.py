@@ -10,7 +10,6 @@ At runtime the live target module answers "is this symbol exported?"; statically
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -23,13 +22,24 @@ from . import source as _source
 SHIM_MARK = "patch_id"
 
 
-@dataclass
 class Assessment:
-    state: str
-    reason: str
-    gates: list[str] = field(default_factory=list)
-    retire: list[str] = field(default_factory=list)
-    fingerprints: list[str] = field(default_factory=list)
+    """The verdict on one patch, with the lines that led to it (a plain class: a
+    dataclass would cost a few hundred microseconds at every wake-up)."""
+
+    __slots__ = ("fingerprints", "gates", "reason", "retire", "state")
+
+    def __init__(self, state: str, reason: str, gates: list[str] | None = None,
+                 retire: list[str] | None = None,
+                 fingerprints: list[str] | None = None) -> None:
+        self.state = state
+        self.reason = reason
+        self.gates = [] if gates is None else gates
+        self.retire = [] if retire is None else retire
+        self.fingerprints = [] if fingerprints is None else fingerprints
+
+    def __repr__(self) -> str:
+        return (f"Assessment(state={self.state!r}, reason={self.reason!r}, gates={self.gates!r},"
+                f" retire={self.retire!r}, fingerprints={self.fingerprints!r})")
 
 
 def _exported_live(module: ModuleType, name: str) -> bool:

@@ -8,11 +8,9 @@ as plain dicts; with ``SGLANG_SHIMS_REPORT_DIR`` each process also writes
 from __future__ import annotations
 
 import enum
-import json
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,35 +38,70 @@ STATES = tuple(state.value for state in State)
 SCHEMA = 1
 
 
-@dataclass
 class Record:
+    """One patch's record.  ``state`` is a :class:`State` (assigning a plain string
+    converts it); ``details`` is what the patch reported beyond notes (``ctx.details``:
+    e.g. per-op kernel providers); ``judge_ms`` the time spent judging it (gates, retire
+    rule, fingerprints), not applying it.
+
+    A plain class, not a dataclass: creating a dataclass costs about half a millisecond
+    at every wake-up, for methods the engine does not need.
+    """
+
+    __slots__ = FIELDS = ("id", "state", "reason", "summary", "target", "when", "policy",
+                          "source", "late", "changes", "notes", "gates", "proxies", "details",
+                          "at", "judge_ms")
     id: str
     state: str
-    """A :class:`State` (assigning a plain string converts it)."""
     reason: str
-    summary: str = ""
-    target: str = ""
-    when: str = "after"
-    policy: str = "optional"
-    source: str = "builtin"
-    late: bool = False
-    changes: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    gates: list[str] = field(default_factory=list)
-    proxies: dict[str, dict[str, Any]] = field(default_factory=dict)
-    details: dict[str, Any] = field(default_factory=dict)
-    """What the patch reported beyond notes (``ctx.details``): e.g. per-op kernel providers."""
-    at: float = 0.0
-    judge_ms: float = 0.0
-    """Time spent judging this patch (gates, retire rule, fingerprints), not applying it."""
+    summary: str
+    target: str
+    when: str
+    policy: str
+    source: str
+    late: bool
+    changes: list[str]
+    notes: list[str]
+    gates: list[str]
+    proxies: dict[str, dict[str, Any]]
+    details: dict[str, Any]
+    at: float
+    judge_ms: float
+
+    def __init__(self, id: str, state: str, reason: str, summary: str = "", target: str = "",
+                 when: str = "after", policy: str = "optional", source: str = "builtin",
+                 late: bool = False, changes: list[str] | None = None,
+                 notes: list[str] | None = None, gates: list[str] | None = None,
+                 proxies: dict[str, dict[str, Any]] | None = None,
+                 details: dict[str, Any] | None = None, at: float = 0.0,
+                 judge_ms: float = 0.0) -> None:
+        self.id, self.state, self.reason, self.summary = id, state, reason, summary
+        self.target, self.when, self.policy, self.source = target, when, policy, source
+        self.late, self.at, self.judge_ms = late, at, judge_ms
+        self.changes = [] if changes is None else changes
+        self.notes = [] if notes is None else notes
+        self.gates = [] if gates is None else gates
+        self.proxies = {} if proxies is None else proxies
+        self.details = {} if details is None else details
 
     def __setattr__(self, name: str, value: Any) -> None:
         # every assignment of a state, literal or member, ends as a State
-        super().__setattr__(name, State(value) if name == "state" else value)
+        object.__setattr__(self, name, State(value) if name == "state" else value)
+
+    def __repr__(self) -> str:
+        return f"Record({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
+
+    def but(self, **changes: Any) -> Record:
+        """A copy with some fields changed (the record itself stays as the engine made it)."""
+        values = {f: getattr(self, f) for f in self.FIELDS}
+        values.update(changes)
+        return Record(**values)
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.pop("id")
+        """Every field but ``id``, as plain data the caller may change (a deep copy)."""
+        import copy
+
+        out = {f: copy.deepcopy(getattr(self, f)) for f in self.FIELDS if f != "id"}
         out["state"] = State(self.state).value
         return out
 
@@ -182,6 +215,8 @@ def write(directory: str | Path, data: dict[str, Any]) -> Path:
     following links (:func:`sglang_shims._trust.write_file`): another user can neither
     redirect the write nor replace the report.
     """
+    import json
+
     from .. import _trust
 
     body = json.dumps(data, indent=1, sort_keys=True).encode("utf-8")

@@ -9,11 +9,8 @@ finders, and each submodule by searching its parent's ``__path__`` on disk.
 from __future__ import annotations
 
 import ast
-import hashlib
 import sys
-import textwrap
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 from ..catalog.manifest import Fingerprint
@@ -191,6 +188,10 @@ def function_hash(source: str, qualname: str) -> str | None:
     node = _find_def(tree, qualname)
     if node is None:
         return None
+    # imported here: only sha256 fingerprints need them, not every process that wakes
+    import hashlib
+    import textwrap
+
     lines = source.splitlines()
     decorators = getattr(node, "decorator_list", [])
     start = min([node.lineno, *(d.lineno for d in decorators)])  # type: ignore[attr-defined]
@@ -251,7 +252,7 @@ def check_all(fps: tuple[Fingerprint, ...], search_path: list[Path] | None = Non
     failure = ""
     for fp in fps:
         module, src = read_first(fp.modules, search_path)
-        good, detail = check(replace(fp, module=module), src)
+        good, detail = check(fp.with_module(module), src)
         details.append(detail)
         if not good and not failure:
             failure = detail
