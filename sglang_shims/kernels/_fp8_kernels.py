@@ -91,7 +91,7 @@ def per_token_quant_kernel(
         x = tl.load(x_ptr + rows64[:, None] * stride_x + cols[None, :], mask=m2, other=0.0)
         amax = tl.maximum(amax, tl.max(tl.abs(x.to(tl.float32)), axis=1))
     scale = amax / fp8_max
-    inv = tl.where(scale == 0.0, 0.0, 1.0 / scale)
+    inv = tl.where(scale == 0.0, 0.0, 1.0 / tl.where(scale == 0.0, 1.0, scale))
     tl.store(s_ptr + rows64, scale, mask=r_ok)
     for start in range(0, n_cols, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
@@ -115,7 +115,7 @@ def per_tensor_quant_kernel(x_ptr, q_ptr, s_ptr, n, fp8_max, BLOCK: tl.constexpr
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     scale = tl.load(s_ptr)
-    inv = tl.where(scale == 0.0, 0.0, 1.0 / scale)
+    inv = tl.where(scale == 0.0, 0.0, 1.0 / tl.where(scale == 0.0, 1.0, scale))
     x = tl.load(x_ptr + offs, mask=ok, other=0.0).to(tl.float32)
     q = _to_fp8(x, inv, -fp8_max, fp8_max)
     tl.store(q_ptr + offs, q.to(q_ptr.dtype.element_ty), mask=ok)

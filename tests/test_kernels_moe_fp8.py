@@ -1,0 +1,393 @@
+"""The fallback's MoE plumbing and FP8 activation quantisation against references written here.
+
+Issue 17.  Each op runs on two backends, as in tests/test_kernels.py: ``torch`` (the
+plain-PyTorch path) and ``triton`` (on CUDA with a GPU, else Triton's CPU interpreter).
+
+* ``moe_align_block_size``: an exact reference in plain Python lists (bucket = expert + 1,
+  tokens in order, each bucket padded to the block size), compared element for element,
+  with sentinels in every buffer so that a slot written when it must not be (or not
+  written when it must) fails.
+* ``moe_sum`` / ``moe_sum_reduce``: float64 sums, tolerances as in tests/test_kernels.py.
+* FP8 quantisation: the scale from float64 ``max|x|`` (rtol 1e-6: the kernels compute it
+  in fp32), and the values as torch rounds the float64 product to e4m3 (to nearest, ties
+  to even).  The kernels multiply in fp32, so a product within fp32 rounding of an e4m3
+  midpoint may land on the neighbouring value: at most one e4m3 step off, and at most
+  0.1% of the values.  ``test_fp8_ties_round_to_even`` feeds exact midpoints, where no
+  such slack exists, and wants torch's bits exactly.
+
+Run time: a few seconds on the 2-core VM (interpreter, small shapes).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed: the kernel tests need it")
+
+from sglang_shims import kernels as K  # noqa: E402
+
+HAS_CUDA = torch.cuda.is_available()
+FP8 = torch.float8_e4m3fn
+KERNEL_MODULES = ("_moe_align_kernels", "_fp8_kernels")
+
+
+def _load_triton() -> str:
+    """Import Triton and our kernel modules so this machine can run them ("" when it can).
+
+    On CPU the kernels must be defined under ``TRITON_INTERPRET=1`` (Triton picks the
+    interpreter when a ``@triton.jit`` function is defined), so it is set while importing.
+    """
+    old = os.environ.get("TRITON_INTERPRET")
+    if not HAS_CUDA:
+        if "triton" in sys.modules and old != "1":
+            import triton.language as tl
+
+            if type(tl.sum).__name__ != "InterpretedFunction":
+                return ("triton was imported in this process before TRITON_INTERPRET=1 could be "
+                        "set, so its kernels cannot run on CPU here; run this module alone")
+        os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        try:
+            importlib.import_module("triton")
+        except Exception as e:  # a third-party absence: a skip (a failure in CI)
+            return f"triton is not importable here ({type(e).__name__}: {e})"
+        for name in KERNEL_MODULES:  # our own code: an error here fails the run
+            importlib.import_module(f"sglang_shims.kernels.{name}")
+    finally:
+        if old is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = old
+    return ""
+
+
+NO_TRITON = _load_triton()
+BACKENDS = ["torch", pytest.param("triton", marks=pytest.mark.skipif(bool(NO_TRITON),
+                                                                     reason=NO_TRITON))]
+DTYPES = [torch.bfloat16, torch.float16, torch.float32]
+DTYPE_IDS = ["bf16", "fp16", "fp32"]
+
+
+@pytest.fixture(params=BACKENDS)
+def dev(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Selects the path; yields the device the tensors go to."""
+    if request.param == "torch":
+        monkeypatch.setenv("SGLANG_SHIMS_KERNEL_BACKEND", "torch")
+    else:
+        monkeypatch.delenv("SGLANG_SHIMS_KERNEL_BACKEND", raising=False)
+        if not HAS_CUDA:
+            monkeypatch.setenv("TRITON_INTERPRET", "1")
+    yield "cuda" if HAS_CUDA else "cpu"
+
+
+@pytest.fixture
+def gen() -> torch.Generator:
+    return torch.Generator().manual_seed(20261201)
+
+
+# ------------------------------------------------------------------ moe_align_block_size
+
+
+def ref_align(ids: list[int], n_buckets: int, bs: int, ignore_invalid: bool = False
+              ) -> tuple[list[int], list[int], list[int]]:
+    """(sorted ids without the tail, expert of each block, bucket starts + total)."""
+    buckets: list[list[int]] = [[] for _ in range(n_buckets)]
+    for i, e in enumerate(ids):
+        if (1 if ignore_invalid else 0) <= e + 1 < n_buckets:
+            buckets[e + 1].append(i)
+    out: list[int] = []
+    experts: list[int] = []
+    starts: list[int] = []
+    for b, toks in enumerate(buckets):
+        starts.append(len(out))
+        n = -(-len(toks) // bs) * bs
+        out += toks + [len(ids)] * (n - len(toks))
+        experts += [b - 1] * (n // bs)
+    return out, experts, starts + [len(out)]
+
+
+def _align_buffers(numel: int, n_buckets: int, bs: int, device: str
+                   ) -> tuple[torch.Tensor, ...]:
+    """Buffers as sglang sizes them, full of sentinels."""
+    most = numel * bs if numel < n_buckets else numel + n_buckets * (bs - 1)
+    i32 = {"dtype": torch.int32, "device": device}
+    return (torch.full((most,), -7, **i32), torch.full((-(-most // bs),), -9, **i32),
+            torch.full((1,), -5, **i32), torch.full((n_buckets + 1,), -3, **i32))
+
+
+ALIGN_CASES = [  # tokens, top-k, experts, block size
+    (4, 3, 4, 4), (1, 2, 8, 16), (37, 2, 8, 16), (300, 8, 64, 64), (5, 8, 256, 128),
+    (700, 1, 3, 16),
+]
+
+
+@pytest.mark.parametrize("case", ALIGN_CASES, ids=lambda c: "t{}-k{}-e{}-b{}".format(*c))
+@pytest.mark.parametrize("id_dtype", [torch.int32, torch.int64], ids=["i32", "i64"])
+def test_moe_align(dev: str, gen: torch.Generator, case: tuple[int, int, int, int],
+                   id_dtype: torch.dtype) -> None:
+    tokens, k, experts, bs = case
+    ids = torch.randint(-1, experts, (tokens, k), generator=gen).to(id_dtype).to(dev)
+    n_buckets = experts + 1  # as sglang calls it
+    sorted_ids, expert_ids, post_pad, cumsum = _align_buffers(ids.numel(), n_buckets, bs, dev)
+    K.moe_align_block_size(ids, n_buckets, bs, sorted_ids, expert_ids, post_pad, cumsum, True)
+    want, want_experts, want_cumsum = ref_align(ids.flatten().tolist(), n_buckets, bs)
+    total = len(want)
+    assert post_pad.tolist() == [total]
+    assert sorted_ids[:total].tolist() == want
+    assert (sorted_ids[total:] == ids.numel()).all(), "the padding fill stops short"
+    assert expert_ids[:total // bs].tolist() == want_experts
+    assert (expert_ids[total // bs:] == -9).all(), "blocks past the total were written"
+    assert cumsum.tolist() == want_cumsum
+
+
+def test_moe_align_without_padding_fill(dev: str) -> None:
+    """pad_sorted_token_ids=False: only token slots are written; padding keeps the caller's."""
+    ids = torch.tensor([[2, 0], [2, 2], [-1, 1]], dtype=torch.int32, device=dev)
+    sorted_ids, expert_ids, post_pad, cumsum = _align_buffers(6, 4, 4, dev)
+    K.moe_align_block_size(ids, 4, 4, sorted_ids, expert_ids, post_pad, cumsum, False)
+    assert post_pad.item() == 16
+    assert sorted_ids[:16].tolist() == [4, -7, -7, -7, 1, -7, -7, -7, 5, -7, -7, -7,
+                                        0, 2, 3, -7]
+    assert expert_ids[:4].tolist() == [-1, 0, 1, 2]
+
+
+def test_moe_align_ignore_invalid_and_out_of_range(dev: str) -> None:
+    """sglang 0.5.17's ninth argument drops the -1 ids; ids past the buckets never land."""
+    ids = torch.tensor([[-1, 0], [5, 1], [1, -1], [-3, 0]], dtype=torch.int64, device=dev)
+    sorted_ids, expert_ids, post_pad, cumsum = _align_buffers(8, 3, 2, dev)
+    K.moe_align_block_size(ids, 3, 2, sorted_ids, expert_ids, post_pad, cumsum, True, True)
+    assert post_pad.item() == 4
+    assert sorted_ids[:4].tolist() == [1, 7, 3, 4]
+    assert expert_ids[:2].tolist() == [0, 1]
+    sorted_ids, expert_ids, post_pad, cumsum = _align_buffers(8, 3, 2, dev)
+    K.moe_align_block_size(ids, 3, 2, sorted_ids, expert_ids, post_pad, cumsum, True, False)
+    assert sorted_ids[:6].tolist() == [0, 5, 1, 7, 3, 4]
+    assert expert_ids[:3].tolist() == [-1, 0, 1]
+
+
+def test_moe_align_empty_and_rejects(dev: str) -> None:
+    ids = torch.empty((0, 2), dtype=torch.int32, device=dev)
+    sorted_ids, expert_ids, post_pad, cumsum = _align_buffers(0, 5, 16, dev)
+    K.moe_align_block_size(ids, 5, 16, sorted_ids, expert_ids, post_pad, cumsum, True)
+    assert post_pad.item() == 0 and cumsum.tolist() == [0] * 6
+    ids = torch.zeros((8, 2), dtype=torch.int32, device=dev)
+    small = torch.empty(4, dtype=torch.int32, device=dev)
+    with pytest.raises(ValueError, match="too small"):
+        K.moe_align_block_size(ids, 5, 16, small, expert_ids, post_pad, cumsum, True)
+    with pytest.raises(TypeError, match="int32 or int64"):
+        K.moe_align_block_size(ids.float(), 5, 16, sorted_ids, expert_ids, post_pad, cumsum)
+    with pytest.raises(TypeError, match="token_cnts_buffer"):
+        K.moe_align_block_size(ids, 5, 16, sorted_ids, expert_ids, post_pad, cumsum, cumsum)
+
+
+# ------------------------------------------------------------------ moe_sum / moe_sum_reduce
+
+TOL = {torch.float32: (1e-5, 1e-6), torch.float16: (2.0**-9, 1e-5),
+       torch.bfloat16: (2.0**-7, 1e-5)}
+
+
+def _assert_close(actual: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> None:
+    rtol, atol = TOL[dtype]
+    a, r = actual.double().cpu(), ref.double().cpu()
+    assert not torch.isnan(a).any(), "an element was not written"
+    err = (a - r).abs()
+    assert (err <= atol + rtol * r.abs()).all(), f"max error {err.max().item():.3g}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("shape", [(1, 2, 64), (5, 8, 1000), (3, 1, 7), (9, 9, 130)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_moe_sum_reduce(dev: str, gen: torch.Generator, shape: tuple[int, int, int],
+                        dtype: torch.dtype) -> None:
+    x = torch.randn(*shape, generator=gen).to(dtype).to(dev)
+    out = torch.full((shape[0], shape[2]), float("nan"), dtype=dtype, device=dev)
+    K.moe_sum_reduce(x, out, 2.5)
+    _assert_close(out, x.double().sum(dim=1) * 2.5, dtype)
+    out.fill_(float("nan"))
+    K.moe_sum(x, out)
+    _assert_close(out, x.double().sum(dim=1), dtype)
+
+
+def test_moe_sum_layouts(dev: str, gen: torch.Generator) -> None:
+    """A strided input (a slice) and an output that is a column slice of a wider buffer."""
+    big = torch.randn(4, 3, 200, generator=gen).to(dev)
+    x = big[:, :, 10:110]
+    wide = torch.full((4, 300), float("nan"), device=dev)
+    out = wide[:, 50:150]
+    K.moe_sum_reduce(x, out, 0.5)
+    _assert_close(out, x.double().sum(dim=1) * 0.5, torch.float32)
+    assert torch.isnan(wide[:, :50]).all() and torch.isnan(wide[:, 150:]).all()
+
+
+def test_moe_sum_rejects(dev: str) -> None:
+    x = torch.zeros(2, 3, 8, device=dev)
+    with pytest.raises(ValueError, match="do not match"):
+        K.moe_sum(x, torch.zeros(2, 9, device=dev))
+    with pytest.raises(TypeError, match="must be torch.float32"):
+        K.moe_sum(x, torch.zeros(2, 8, dtype=torch.float16, device=dev))
+
+
+# ------------------------------------------------------------------ FP8 quantisation
+
+
+def _fp8_step(v: torch.Tensor) -> torch.Tensor:
+    """The spacing of e4m3 values at each |v| (2**-9 below the smallest normal)."""
+    e = torch.floor(torch.log2(v.abs().clamp_min(2.0**-6)))
+    return torch.exp2(e - 3)
+
+
+def assert_fp8(q: torch.Tensor, exact: torch.Tensor) -> None:
+    """``q`` (e4m3) against float64 ``exact`` values: torch's rounding of them, bit for bit,
+    except within one e4m3 step on at most 0.1% (see the module docstring)."""
+    assert q.dtype == FP8
+    want = exact.clamp(-448, 448).to(FP8)
+    got_bits, want_bits = q.cpu().view(torch.uint8), want.cpu().view(torch.uint8)
+    differ = got_bits != want_bits
+    if differ.any():
+        g, w = q.cpu().double()[differ], want.double()[differ]
+        assert ((g - w).abs() <= _fp8_step(w) * 1.0001).all(), \
+            f"{int(differ.sum())} values more than one e4m3 step off: {g[:4]} vs {w[:4]}"
+        assert differ.float().mean() <= 1e-3, f"{int(differ.sum())} of {q.numel()} differ"
+
+
+def _x(gen: torch.Generator, shape: tuple[int, ...], dtype: torch.dtype, dev: str
+       ) -> torch.Tensor:
+    """Values spread over several binades, some rows far larger than others."""
+    x = torch.randn(*shape, generator=gen) * torch.exp2(torch.randint(-4, 6, shape[:-1] + (1,),
+                                                                      generator=gen).double())
+    return x.to(dtype).to(dev)
+
+
+GROUP_CASES = [((1, 128), 128), ((7, 384), 128), ((33, 256), 64), ((2, 3, 256), 128)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("case", GROUP_CASES, ids=lambda c: f"{'x'.join(map(str, c[0]))}-g{c[1]}")
+@pytest.mark.parametrize("layout", ["rows", "columns", "tma"])
+def test_per_token_group_quant(dev: str, gen: torch.Generator,
+                               case: tuple[tuple[int, ...], int], dtype: torch.dtype,
+                               layout: str) -> None:
+    shape, gs = case
+    x = _x(gen, shape, dtype, dev)
+    rows, groups = x.numel() // shape[-1], shape[-1] // gs
+    if layout == "rows":
+        s = torch.full((rows, groups), float("nan"), device=dev)
+    else:  # sglang's column-major scales; "tma" pads the rows to a multiple of 4
+        padded = rows if layout == "columns" else -(-rows // 4) * 4
+        s = torch.full((groups, padded), float("nan"), device=dev).t()[:rows]
+    q = torch.empty(x.shape, dtype=FP8, device=dev)
+    K.sgl_per_token_group_quant_fp8(x, q, s, gs, 1e-10, -448.0, 448.0)
+    xg = x.double().reshape(rows, groups, gs)
+    amax = xg.abs().amax(dim=-1).clamp_min(1e-10)
+    torch.testing.assert_close(s.double().cpu(), (amax / 448).cpu(), rtol=1e-6, atol=0)
+    assert_fp8(q.reshape(rows, groups, gs), xg * (448 / amax)[..., None])
+
+
+def test_per_token_group_quant_ue8m0(dev: str, gen: torch.Generator) -> None:
+    """Scales rounded up to powers of two; the division by one is exact."""
+    x = _x(gen, (9, 256), torch.bfloat16, dev)
+    q, s = torch.empty(x.shape, dtype=FP8, device=dev), torch.empty(9, 2, device=dev)
+    K.sgl_per_token_group_quant_8bit(x, q, s, 128, 1e-10, -448.0, 448.0, True)
+    amax = x.double().view(9, 2, 128).abs().amax(dim=-1).clamp_min(1e-10)
+    want = torch.exp2(torch.ceil(torch.log2(amax / 448)))
+    assert s.double().cpu().tolist() == want.cpu().tolist()
+    assert_fp8(q.view(9, 2, 128), x.double().view(9, 2, 128) / want[..., None])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("shape", [(1, 4096), (5, 1000), (17, 2112)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_per_token_quant(dev: str, gen: torch.Generator, shape: tuple[int, int],
+                         dtype: torch.dtype) -> None:
+    x = _x(gen, shape, dtype, dev)
+    q = torch.empty(shape, dtype=FP8, device=dev)
+    s = torch.full((shape[0], 1), float("nan"), device=dev)
+    K.sgl_per_token_quant_fp8(x, q, s)
+    amax = x.double().abs().amax(dim=1, keepdim=True)
+    torch.testing.assert_close(s.double().cpu(), (amax / 448).cpu(), rtol=1e-6, atol=0)
+    assert_fp8(q, x.double() * (448 / amax))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_per_tensor_quant(dev: str, gen: torch.Generator, dtype: torch.dtype) -> None:
+    x = _x(gen, (13, 777), dtype, dev)
+    amax = x.double().abs().max()
+    q, s = torch.empty(x.shape, dtype=FP8, device=dev), torch.zeros(1, device=dev)
+    K.sgl_per_tensor_quant_fp8(x, q, s, False)  # dynamic, into sglang's zeroed buffer
+    torch.testing.assert_close(s.double().cpu(), (amax / 448).reshape(1).cpu(), rtol=1e-6,
+                               atol=0)
+    assert_fp8(q, x.double() / s.double())
+    big = torch.full((1,), float(amax) / 100, device=dev)  # an atomic max keeps the larger
+    K.sgl_per_tensor_quant_fp8(x, q, big, False)
+    assert big.item() == pytest.approx(float(amax) / 100)
+    assert_fp8(q, x.double() / big.double())
+    static = torch.full((1,), 0.01, device=dev)
+    K.sgl_per_tensor_quant_fp8(x, q, static, True)
+    assert static.item() == pytest.approx(0.01)
+    assert_fp8(q, x.double() / static.double())
+
+
+def test_fp8_ties_round_to_even(dev: str) -> None:
+    """Every midpoint between neighbouring e4m3 values, scaled by 1: torch's bits exactly
+    (Triton's interpreter on its own rounds these away from zero)."""
+    every = torch.arange(256, dtype=torch.uint8).view(FP8).double()
+    every = every[torch.isfinite(every)].unique()
+    mids = (every[1:] + every[:-1]) / 2
+    x = torch.cat([mids, -mids, every]).float().to(dev)
+    q, s = torch.empty(x.shape, dtype=FP8, device=dev), torch.ones(1, device=dev)
+    K.sgl_per_tensor_quant_fp8(x, q, s, True)
+    assert q.cpu().view(torch.uint8).tolist() == x.cpu().to(FP8).view(torch.uint8).tolist()
+
+
+def test_fp8_zero_input(dev: str) -> None:
+    """All zeros quantise to zeros: scale eps/448 per group, 0 per token and per tensor."""
+    x = torch.zeros(3, 256, dtype=torch.bfloat16, device=dev)
+    q, s = torch.full(x.shape, 1.0, device=dev).to(FP8), torch.empty(3, 2, device=dev)
+    K.sgl_per_token_group_quant_fp8(x, q, s, 128, 1e-10, -448.0, 448.0)
+    assert (q.float() == 0).all() and torch.allclose(s, torch.full_like(s, 1e-10 / 448))
+    q.fill_(1.0)
+    s1 = torch.empty(3, 1, device=dev)
+    K.sgl_per_token_quant_fp8(x, q, s1)
+    assert (q.float() == 0).all() and (s1 == 0).all()
+    q.fill_(1.0)
+    s0 = torch.zeros(1, device=dev)
+    K.sgl_per_tensor_quant_fp8(x, q, s0, False)
+    assert (q.float() == 0).all() and s0.item() == 0
+
+
+def test_fp8_rejects(dev: str) -> None:
+    x = torch.zeros(2, 256, dtype=torch.bfloat16, device=dev)
+    q, s = torch.empty(x.shape, dtype=FP8, device=dev), torch.empty(2, 2, device=dev)
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
+        K.sgl_per_token_quant_fp8(x, torch.empty(x.shape, dtype=torch.int8, device=dev), s)
+    with pytest.raises(ValueError, match="multiple of group_size"):
+        K.sgl_per_token_group_quant_fp8(x, q, s, 100, 1e-10, -448.0, 448.0)
+    with pytest.raises(NotImplementedError, match="packed ue8m0"):
+        K.sgl_per_token_group_quant_fp8(x, q, s.int(), 128, 1e-10, -448.0, 448.0, True)
+    with pytest.raises(NotImplementedError, match="fuse_silu_and_mul"):
+        K.sgl_per_token_group_quant_8bit(x, q, s, 128, 1e-10, -448.0, 448.0, False, True)
+    with pytest.raises(ValueError, match="-448/448"):
+        K.sgl_per_token_group_quant_fp8(x, q, s, 128, 1e-10, -127.0, 127.0)
+
+
+# ------------------------------------------------------------------ how the ops are served
+
+NEW_OPS = ("moe_align_block_size", "moe_sum", "moe_sum_reduce", "sgl_per_token_group_quant_fp8",
+           "sgl_per_token_group_quant_8bit", "sgl_per_token_quant_fp8",
+           "sgl_per_tensor_quant_fp8")
+
+
+def test_new_ops_are_served() -> None:
+    """The fallback binds them (kernels.OPS) and the hybrid tier routes missing ones to us."""
+    from sglang_shims.kernels import hybrid
+
+    for name in NEW_OPS:
+        assert K.OPS[name] is getattr(K, name)
+        assert K.OPS[name].__module__.startswith("sglang_shims.kernels._")
+        assert hybrid.route(name, exported=set()).provider == hybrid.OURS
+        assert hybrid.route(name, exported={name}).provider == hybrid.REAL
