@@ -108,7 +108,7 @@ def ref_align(ids: list[int], n_buckets: int, bs: int, ignore_invalid: bool = Fa
         n = -(-len(toks) // bs) * bs
         out += toks + [len(ids)] * (n - len(toks))
         experts += [b - 1] * (n // bs)
-    return out, experts, starts + [len(out)]
+    return out, experts, [*starts, len(out)]
 
 
 def _align_buffers(numel: int, n_buckets: int, bs: int, device: str
@@ -228,7 +228,7 @@ def test_moe_sum_rejects(dev: str) -> None:
     x = torch.zeros(2, 3, 8, device=dev)
     with pytest.raises(ValueError, match="do not match"):
         K.moe_sum(x, torch.zeros(2, 9, device=dev))
-    with pytest.raises(TypeError, match="must be torch.float32"):
+    with pytest.raises(TypeError, match=r"must be torch\.float32"):
         K.moe_sum(x, torch.zeros(2, 8, dtype=torch.float16, device=dev))
 
 
@@ -258,7 +258,7 @@ def assert_fp8(q: torch.Tensor, exact: torch.Tensor) -> None:
 def _x(gen: torch.Generator, shape: tuple[int, ...], dtype: torch.dtype, dev: str
        ) -> torch.Tensor:
     """Values spread over several binades, some rows far larger than others."""
-    x = torch.randn(*shape, generator=gen) * torch.exp2(torch.randint(-4, 6, shape[:-1] + (1,),
+    x = torch.randn(*shape, generator=gen) * torch.exp2(torch.randint(-4, 6, (*shape[:-1], 1),
                                                                       generator=gen).double())
     return x.to(dtype).to(dev)
 
