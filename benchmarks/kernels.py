@@ -4,7 +4,9 @@ With a real ``sgl_kernel`` importable (not our stand-in), every op is also timed
 against it in the same run (an "AOT" column and the ratio AOT time / our time).
 
 For each op at decode sizes (1, 8, 32 tokens) and prefill sizes (4096, 16384 tokens),
-hidden 4096 and 8192 (MoE gating: 128 experts, top-8), this times our op and the
+hidden 4096 and 8192 (MoE gating and alignment: 128 experts, top-8; the top-k
+reduction ``moe_sum_reduce`` over 8 expert outputs; FP8 quantisation per 128-group, per
+token and per tensor, bf16 in), this times our op and the
 plain-PyTorch code sglang runs when it has no kernel (its ``forward_native``), both
 replayed from CUDA graphs (``triton.testing.do_bench_cudagraph``: GPU time without
 Python launch overhead, as sglang's decode runs).  In the same run it measures the
@@ -205,6 +207,84 @@ def build_cases(ops: set[str] | None, M: Any = K) -> list[Case]:
                 tokens * EXPERTS * e + tokens * TOPK * 8,
                 lambda lg=logits, tw=tw, ti=ti: M.topk_softmax(tw, ti, lg, True),
                 lambda lg=logits: eager_topk(lg, TOPK, True)))
+        if want("moe_align_block_size"):
+            cases.append(align_case(M, tokens, g))
+        for hidden in HIDDEN:
+            cases += moe_fp8_cases(M, want, tokens, hidden, rn, e)
+    return cases
+
+
+ALIGN_BLOCK = 64  # sglang's fused-MoE BLOCK_SIZE_M for most tuned configs at these sizes
+FP8_GROUP = 128
+
+
+def align_case(M: Any, tokens: int, g: torch.Generator) -> Case:
+    """``moe_align_block_size`` as sglang calls it: ``EXPERTS + 1`` buckets, padding fill."""
+    from sglang_shims.kernels._moe_align import moe_align_torch
+
+    ids = torch.randint(0, EXPERTS, (tokens, TOPK), generator=g, device="cuda",
+                        dtype=torch.int32)
+    n = ids.numel()
+    most = n * ALIGN_BLOCK if n < EXPERTS + 1 else n + (EXPERTS + 1) * (ALIGN_BLOCK - 1)
+    i32 = {"dtype": torch.int32, "device": "cuda"}
+    bufs = (torch.empty(most, **i32), torch.empty(-(-most // ALIGN_BLOCK), **i32),
+            torch.empty(1, **i32), torch.empty(EXPERTS + 2, **i32))
+    nbytes = 4 * (n + bufs[0].numel() + bufs[1].numel())
+    return Case("moe_align_block_size", f"{tokens}x top{TOPK} of {EXPERTS} b{ALIGN_BLOCK}",
+                nbytes,
+                lambda: M.moe_align_block_size(ids, EXPERTS + 1, ALIGN_BLOCK, *bufs, True),
+                lambda: moe_align_torch(ids, EXPERTS + 1, ALIGN_BLOCK, *bufs, True, False))
+
+
+def eager_group_quant(x: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor]:
+    xg = x.float().view(x.shape[0], -1, group)
+    amax = xg.abs().amax(dim=-1, keepdim=True).clamp_min(1e-10)
+    q = (xg * (448.0 / amax)).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return q.view(x.shape), (amax / 448.0).squeeze(-1)
+
+
+def eager_token_quant(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    scale = x.float().abs().amax(dim=1, keepdim=True) / 448.0
+    return (x.float() / scale).clamp(-448, 448).to(torch.float8_e4m3fn), scale
+
+
+def eager_tensor_quant(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    scale = x.float().abs().amax() / 448.0
+    return (x.float() / scale).clamp(-448, 448).to(torch.float8_e4m3fn), scale
+
+
+def moe_fp8_cases(M: Any, want: Callable[[str], bool], tokens: int, hidden: int,
+                  rn: Callable[..., torch.Tensor], e: int) -> list[Case]:
+    """The MoE reduction and the FP8 activation quantisation ops (issue 17)."""
+    cases: list[Case] = []
+    shape = f"{tokens}x{hidden}"
+    if want("moe_sum_reduce"):
+        y, out = rn(tokens, TOPK, hidden), rn(tokens, hidden)
+        cases.append(Case("moe_sum_reduce", f"{tokens}x{TOPK}x{hidden}",
+                          (TOPK + 1) * tokens * hidden * e,
+                          lambda: M.moe_sum_reduce(y, out, 2.5),
+                          lambda: torch.sum(y, dim=1, out=out).mul_(2.5)))
+    x = rn(tokens, hidden)
+    q = torch.empty(tokens, hidden, device="cuda", dtype=torch.float8_e4m3fn)
+    quant_bytes = tokens * hidden * (e + 1)
+    if want("sgl_per_token_group_quant_fp8"):
+        s = torch.empty(tokens, hidden // FP8_GROUP, device="cuda")
+        cases.append(Case("sgl_per_token_group_quant_fp8", f"{shape} g{FP8_GROUP}",
+                          quant_bytes + s.numel() * 4,
+                          lambda: M.sgl_per_token_group_quant_fp8(x, q, s, FP8_GROUP, 1e-10,
+                                                                  -448.0, 448.0),
+                          lambda: eager_group_quant(x, FP8_GROUP)))
+    if want("sgl_per_token_quant_fp8"):
+        st = torch.empty(tokens, 1, device="cuda")
+        cases.append(Case("sgl_per_token_quant_fp8", shape, quant_bytes + tokens * 4,
+                          lambda: M.sgl_per_token_quant_fp8(x, q, st),
+                          lambda: eager_token_quant(x)))
+    if want("sgl_per_tensor_quant_fp8"):
+        s1 = torch.zeros(1, device="cuda")
+        # dynamic, as sglang calls it: a zeroed scale buffer each time (both columns)
+        cases.append(Case("sgl_per_tensor_quant_fp8", f"{shape} dynamic", quant_bytes + 4,
+                          lambda: M.sgl_per_tensor_quant_fp8(x, q, s1.zero_(), False),
+                          lambda: eager_tensor_quant(x)))
     return cases
 
 
