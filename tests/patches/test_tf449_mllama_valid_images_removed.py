@@ -1,0 +1,95 @@
+"""tf449-mllama-valid-images-removed: sglang 0.4.3.post2's configs on transformers 4.49.0.
+
+Stock, ``sglang.srt.configs`` does not import.  Patched, it imports, and the helper that
+``qwen2_5_vl_config.py`` bound answers as transformers 4.48.3's own (computed from the real
+4.48.3 wheel in another interpreter) on images, nested lists, empty and mixed inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ..conftest import need, run_python
+
+pytestmark = pytest.mark.wheels
+
+PATCH = "tf449-mllama-valid-images-removed"
+
+CASES = """
+import json
+import numpy as np
+import PIL.Image
+img = PIL.Image.new("RGB", (4, 4))
+arr = np.zeros((4, 4, 3), dtype=np.uint8)
+INPUTS = [[img], [img, arr], [arr], [], [img, "x"], ["x"], [img, None], [[img]], [1, 2]]
+
+def table(check):
+    out = []
+    for value in INPUTS:
+        got = check(value)
+        out.append(got if isinstance(got, bool) else repr(got))
+    return out
+"""
+
+REFERENCE = CASES + """
+import transformers
+assert transformers.__version__ == "4.48.3", transformers.__version__
+from transformers.models.mllama.image_processing_mllama import is_valid_list_of_images
+print(json.dumps(table(is_valid_list_of_images)))
+"""
+
+PATCHED = CASES + """
+import sys, transformers
+result = {"transformers": transformers.__version__}
+try:
+    import sglang.srt.configs
+    from sglang.srt.configs import qwen2_5_vl_config
+except ImportError as exc:
+    result["import"] = f"{type(exc).__name__}: {exc}"
+else:
+    result["import"] = "ok"
+    result["table"] = table(qwen2_5_vl_config.is_valid_list_of_images)
+import sglang_shims
+result["state"] = sglang_shims.status()[sys.argv[1]]["state"]
+print(json.dumps(result))
+"""
+
+
+@pytest.fixture(scope="module")
+def paths(pypi_release: Callable[[str, str], Path],
+          sglang_release: Callable[[str], Path]) -> tuple[Path, ...]:
+    need("torch")
+    need("PIL")
+    return (pypi_release("transformers", "4.49.0"), sglang_release("0.4.3.post2"))
+
+
+def test_stock_configs_do_not_import(paths: tuple[Path, ...]) -> None:
+    result = run_python(PATCHED, paths=paths, env={"SGLANG_SHIMS_DISABLE": PATCH},
+                        args=(PATCH,), timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = result.json()
+    assert isinstance(data, dict)
+    assert data["transformers"] == "4.49.0"
+    assert data["import"].startswith(
+        "ImportError: cannot import name 'is_valid_list_of_images' from"
+        " 'transformers.models.mllama.image_processing_mllama'")
+    assert data["state"] == "disabled"
+
+
+def test_patched_helper_answers_as_transformers_4_48(
+        paths: tuple[Path, ...], pypi_release: Callable[[str, str], Path]) -> None:
+    reference = run_python(REFERENCE, paths=(pypi_release("transformers", "4.48.3"),),
+                           activate=False)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    expected = reference.json()
+    result = run_python(PATCHED, paths=paths, args=(PATCH,), timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = result.json()
+    assert isinstance(data, dict) and isinstance(expected, list)
+    assert data["import"] == "ok"
+    assert data["state"] == "applied"
+    assert data["table"] == expected
+    assert True in expected and False in expected and "[]" in expected
