@@ -114,11 +114,12 @@ class Boot:
 
     ``origin`` says who activated (``pth``, ``start``, ``launch-site``, ``plugin``,
     ``install``); ``toggles`` is the parsed ``_toggles.Toggles`` when a variable was set;
-    ``problem`` is why start-up failed; ``woke`` is ``time.perf_counter()`` at the first
-    loader event, the start of the engine's wake-up timing.
+    ``problem`` is why start-up failed; ``woke`` and ``woke_cpu`` are
+    ``time.perf_counter()`` and ``time.thread_time()`` at the first loader event, the start
+    of the engine's wake-up timing (wall and CPU time of the importing thread).
     """
 
-    __slots__ = ("complained", "origin", "problem", "toggles", "watcher", "woke")
+    __slots__ = ("complained", "origin", "problem", "toggles", "watcher", "woke", "woke_cpu")
 
     def __init__(self) -> None:
         self.origin: str | None = None
@@ -127,6 +128,7 @@ class Boot:
         self.problem: str | None = None
         self.complained = False
         self.woke: float | None = None
+        self.woke_cpu = 0.0
 
 
 BOOT = Boot()
@@ -315,7 +317,7 @@ def _notify(name: str, phase: str, module: object,
     if BOOT.woke is None:
         import time  # built into the interpreter: no file is read
 
-        BOOT.woke = time.perf_counter()
+        BOOT.woke, BOOT.woke_cpu = time.perf_counter(), time.thread_time()
     try:
         module_name, _, attr = LISTENER.partition(":")
         __import__(module_name)

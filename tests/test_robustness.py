@@ -73,7 +73,9 @@ def break_wrapt(venv: Venv) -> str:
 def break_resources(venv: Venv) -> str:
     (venv.site / "00_break_resources.pth").write_text(
         "import importlib.resources as r; r.files = lambda *a, **k: 1 / 0\n")
-    return "importlib.resources failed (ZeroDivisionError: division by zero)"
+    # an installed package's patches are read from its own folder, without asking
+    # importlib.resources (tests/test_wake.py): its failure changes nothing to report
+    return ""
 
 
 @pytest.mark.parametrize("damage", [break_manifest, break_wrapt, break_resources],
@@ -87,7 +89,10 @@ def test_damaged_install(installed: Venv, damage: Callable[[Venv], str]) -> None
     out = installed.run("-m", "sglang.launch_server", "--help", **env)
     assert out.returncode == 0, out.stderr
     assert "usage: launch_server" in out.stdout
-    assert out.stderr.count(message) == 1, out.stderr
+    if message:
+        assert out.stderr.count(message) == 1, out.stderr
+    else:
+        assert "sglang-shims" not in out.stderr, out.stderr
 
 
 def test_bootstrap_deleted(installed: Venv) -> None:

@@ -44,10 +44,15 @@ class Catalog:
 def builtin_root(warnings: list[str] | None = None) -> Path:
     """The folder holding the built-in patches, in a wheel or in a checkout.
 
-    importlib.resources is asked first; if it fails (it has, in frozen or damaged
-    installs), the folder next to this file is used and the failure is reported.
+    A package on disk (every pip install) has them in its own ``patches`` folder, which is
+    what importlib.resources would answer; that folder is used as it is, since asking
+    importlib.resources costs about 0.5 ms at every wake-up.  Otherwise (a checkout, a
+    frozen or zipped install) importlib.resources is asked; if it fails (it has, in frozen
+    or damaged installs), the folder next to this file is used and the failure is reported.
     """
     here = Path(__file__).resolve().parents[1]  # the sglang_shims package
+    if (here / "patches").is_dir():
+        return here / "patches"
     try:
         if sys.version_info >= (3, 11):
             from importlib.resources import files

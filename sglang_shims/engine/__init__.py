@@ -64,7 +64,7 @@ class Engine:
         self.summarised = False
         self.report_problem = False
         self.invalid_reported = False
-        self.timing: dict[str, float] = {"judge_ms": 0.0}
+        self.timing: dict[str, float] = {"judge_ms": 0.0, "judge_cpu_ms": 0.0}
         for manifest in self.manifests.values():
             on, by = self.toggles.decide(manifest.id, manifest.default)
             self.enabled[manifest.id] = (on, by)
@@ -88,14 +88,16 @@ class Engine:
 
     def judge(self, manifest: Manifest, enabled: bool, by: str,
               live: ModuleType | None = None) -> Assessment:
-        """:func:`assess` one patch, timed into the record and ``timing["judge_ms"]``."""
-        start = time.perf_counter()
+        """:func:`assess` one patch, timed into the record and ``timing["judge_ms"]`` (CPU
+        time of this thread: ``judge_cpu_ms``)."""
+        start, start_cpu = time.perf_counter(), time.thread_time()
         try:
             return assess(manifest, self.env, enabled, by, live)
         finally:
             spent = (time.perf_counter() - start) * 1000
             self.records[manifest.id].judge_ms += spent
             self.timing["judge_ms"] += spent
+            self.timing["judge_cpu_ms"] += (time.thread_time() - start_cpu) * 1000
 
     # -- state ---------------------------------------------------------------------------
 
@@ -612,6 +614,7 @@ def get(boot: _bootstrap.Boot | None = None) -> Engine:
                     engine._follow_process_title()
                 if boot.woke is not None:
                     engine.timing["wake_ms"] = (time.perf_counter() - boot.woke) * 1000
+                    engine.timing["wake_cpu_ms"] = (time.thread_time() - boot.woke_cpu) * 1000
                 _engine = engine
     return _engine
 

@@ -180,7 +180,9 @@ def process_info(origin: str) -> dict[str, Any]:
 def payload(records: dict[str, Record], origin: str, warnings: list[str],
             timing: dict[str, float] | None = None) -> dict[str, Any]:
     """The report's content; ``timing``: ``wake_ms`` (first watched import to the engine
-    ready, every patch's toggles decided) and ``judge_ms`` (all judgements so far)."""
+    ready, every patch's toggles decided) and ``judge_ms`` (all judgements so far), wall
+    time, with ``wake_cpu_ms`` and ``judge_cpu_ms``, the importing thread's CPU time for
+    the same spans (steadier than wall time on a loaded machine)."""
     return {"schema": SCHEMA, "process": process_info(origin),
             "patches": {k: v.as_dict() for k, v in records.items()},
             "warnings": list(warnings), "timing": dict(timing or {})}
