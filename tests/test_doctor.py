@@ -834,18 +834,30 @@ def test_config_register_collision() -> None:
 
 def test_qwen2_5_vl_rule_quotes_the_first_error() -> None:
     """sglang 0.4.3.post1-post2 on transformers 4.49 fail on the removed mllama helper
-    before the registration (met on the real wheels in this session); 0.4.3.post3 defines
-    the helper itself and meets the collision first."""
-    first = verdict("tf-qwen2-5-vl-config-register",
-                    facts({"sglang": "0.4.3.post2", "transformers": "4.49.0"}))
-    assert first is not None and first.level == "fail"
+    before the registration (met on the real wheels); 0.4.3.post3 defines the helper
+    itself and meets the collision first.  With the patches on (the default) the rule
+    warns and says what they do; with one off it fails and says how to turn it on."""
+    env = {"sglang": "0.4.3.post2", "transformers": "4.49.0"}
+    first = verdict("tf-qwen2-5-vl-config-register", facts(env))
+    assert first is not None and first.level == "warn"
     assert ("ImportError: cannot import name 'is_valid_list_of_images' from "
             "'transformers.models.mllama.image_processing_mllama'") in first.detail
+    assert ("tf449-mllama-valid-images-removed and tf449-qwen2-5-vl-register-collision (on)"
+            " puts the helper back") in first.detail
     assert "transformers==4.48.3" in first.remedy and ">= 0.4.4.post2" in first.remedy
+    off = verdict("tf-qwen2-5-vl-config-register",
+                  facts(env, environ={"SGLANG_SHIMS_DISABLE": "tf449-mllama-valid-images-removed"}))
+    assert off is not None and off.level == "fail"
+    assert "patch tf449-mllama-valid-images-removed (" in off.detail
+    assert off.remedy.startswith("turn the patch on (SGLANG_SHIMS_ENABLE="
+                                 "tf449-mllama-valid-images-removed,"
+                                 "tf449-qwen2-5-vl-register-collision); pip install")
     later = verdict("tf-qwen2-5-vl-config-register",
                     facts({"sglang": "0.4.3.post3", "transformers": "4.49.0"}))
-    assert later is not None and "is_valid_list_of_images" not in later.detail
+    assert later is not None and later.level == "warn"
+    assert "is_valid_list_of_images" not in later.detail
     assert "is already used by a Transformers model" in later.detail
+    assert "tf449-qwen2-5-vl-register-collision (on) registers" in later.detail
 
 
 def test_rope_theta_silent_wrong_output() -> None:

@@ -27,9 +27,10 @@ NAME = "is_valid_list_of_images"
 
 def is_valid_list_of_images(images: Any) -> Any:
     """transformers 4.48's definition: falsy input returned as is, else all items valid."""
-    from transformers.image_utils import is_valid_image
+    from transformers import image_utils
 
-    return images and all(is_valid_image(image) for image in images)
+    valid: Any = image_utils.is_valid_image  # untyped in transformers
+    return images and all(valid(image) for image in images)
 
 
 def apply(ctx: PatchContext) -> None:

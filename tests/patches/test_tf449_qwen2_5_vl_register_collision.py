@@ -102,7 +102,7 @@ def test_patched_registrations_as_on_transformers_4_48(
     assert data["import"] == "ok"
     assert data["state"] == "applied"
     assert data["ours"] == expected["ours"]
-    assert "sglang.srt.configs.qwen2_5_vl_config.Qwen2_5_VLProcessor" == data["ours"]["processor"]
+    assert data["ours"]["processor"] == "sglang.srt.configs.qwen2_5_vl_config.Qwen2_5_VLProcessor"
     assert data["native_unchanged"]
     assert data["native"]["processor"].startswith("transformers.models.qwen2_5_vl.")
     assert data["others"].endswith("is already used by a Transformers model.")

@@ -316,27 +316,38 @@ def entry_from_name(name: str) -> FatbinEntry | None:
     return FatbinEntry(kind, int(match.group(2)), flags)
 
 
+_QWEN_VL_HELPER = "tf449-mllama-valid-images-removed"
+_QWEN_VL_REGISTER = "tf449-qwen2-5-vl-register-collision"
+
+
 def _config_register(facts: Facts) -> Verdict | None:
+    """Gated by the register patch's range (sglang 0.4.3.post1-0.4.4.post1, transformers
+    >= 4.49); the first two of those releases also import the mllama helper 4.49 removed,
+    which fails first (read in the wheels), so both patches are needed there."""
     sglang, tf = facts.version("sglang"), facts.version("transformers")
-    if version_in(sglang, ">=0.4.3.post1,<0.4.3.post3") and version_in(tf, ">=4.49"):
-        # read in the wheels: these two import the helper 4.49 removed, which fails first
-        return ("fail", f"sglang {sglang} imports is_valid_list_of_images from transformers' "
-                f"mllama image processor, which transformers {tf} removed (4.49.0), so import "
-                "sglang.srt.configs fails first with \"ImportError: cannot import name "
-                "'is_valid_list_of_images' from "
-                "'transformers.models.mllama.image_processing_mllama'\"; with that fixed it "
-                "registers its own Qwen2_5_VLConfig, which collides with transformers' own "
-                "(\"ValueError: ... is already used by a Transformers model\")",
-                "pip install 'transformers==4.48.3' (what this sglang pins), or upgrade sglang "
-                "to >= 0.4.4.post2")
-    if version_in(sglang, ">=0.4.3.post1,<0.4.4.post2") and version_in(tf, ">=4.49"):
-        return ("fail", f"sglang {sglang} registers its own Qwen2_5_VLConfig with "
-                f"AutoImageProcessor at import; transformers {tf} ships Qwen2.5-VL, so import "
-                "fails with \"ValueError: '<class ...Qwen2_5_VLConfig'>' is already used by a "
-                "Transformers model\"",
-                "pip install 'transformers==4.48.3' (what this sglang pins), or upgrade sglang "
-                "to >= 0.4.4.post2")
-    return None
+    collision = (f"registers its own Qwen2_5_VLConfig with AutoImageProcessor at import; "
+                 f"transformers {tf} ships Qwen2.5-VL, so import fails with \"ValueError: "
+                 "'<class ...Qwen2_5_VLConfig'>' is already used by a Transformers model\"")
+    if version_in(sglang, "<0.4.3.post3"):
+        detail = (f"sglang {sglang} imports is_valid_list_of_images from transformers' mllama "
+                  f"image processor, which transformers {tf} removed (4.49.0), so import "
+                  "sglang.srt.configs fails first with \"ImportError: cannot import name "
+                  "'is_valid_list_of_images' from "
+                  "'transformers.models.mllama.image_processing_mllama'\"; past that it "
+                  + collision)
+        needed: tuple[str, ...] = (_QWEN_VL_HELPER, _QWEN_VL_REGISTER)
+    else:
+        detail, needed = f"sglang {sglang} {collision}", (_QWEN_VL_REGISTER,)
+    remedy = ("pip install 'transformers==4.48.3' (what this sglang pins), or upgrade sglang "
+              "to >= 0.4.4.post2")
+    toggles = {patch: _patch_on(facts, patch) for patch in needed}
+    off = [f"{patch} ({why})" for patch, (on, why) in toggles.items() if not on]
+    if off:
+        return ("fail", f"{detail}; sglang-shims' patch {', '.join(off)} is off",
+                f"turn the patch on (SGLANG_SHIMS_ENABLE={','.join(needed)}); {remedy}")
+    does = ("puts the helper back and registers sglang's classes with exist_ok"
+            if len(needed) == 2 else "registers sglang's classes with exist_ok")
+    return ("warn", f"{detail}; sglang-shims' patch {' and '.join(needed)} (on) {does}", remedy)
 
 
 def _qwen3_asr_register(facts: Facts) -> Verdict | None:
@@ -495,7 +506,7 @@ RULES: tuple[Rule, ...] = (
     Rule("torch-wheel-lacks-sm120", 18, "https://github.com/pytorch/pytorch/issues/167244",
          "GPU not in torch's arch list, or cc >= 10 with a torch CUDA < 12.8", _torch_lacks_arch),
     Rule("tf-qwen2-5-vl-config-register", 22, "https://github.com/sgl-project/sglang/issues/4629",
-         "sglang >=0.4.3.post1,<0.4.4.post2 with transformers >=4.49", _config_register),
+         "", _config_register, patch=_QWEN_VL_REGISTER),
     Rule("tf-config-register-collision", None,
          "https://github.com/sgl-project/sglang/issues/38183", "", _qwen3_asr_register,
          patch="tf-config-register-collision"),
