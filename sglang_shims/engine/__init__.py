@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _bootstrap, _toggles
 from .._errors import ShimImportError
@@ -25,10 +25,14 @@ from ..catalog.manifest import Manifest, Provide
 from . import log as _log
 from . import record as _report
 from .gates import Environment
-from .journal import PatchContext, Retired, restore, snapshot, where_in_patch
 from .judge import Assessment, assess
-from .proxy import OptionalSymbol
 from .record import State
+
+if TYPE_CHECKING:
+    # Loaded where a patch is applied (journal) or a name provided (proxy), not to judge:
+    # a process where no patch acts never imports them.
+    from .journal import PatchContext
+    from .proxy import OptionalSymbol
 
 
 class Engine:
@@ -265,6 +269,8 @@ class Engine:
         if manifest is None:
             return None
         by = self.enabled[manifest.id][1]
+        from .journal import PatchContext
+
         ctx = PatchContext(manifest, module, self.env.versions, self.claims, gpus=self.env.gpu)
         forced = by.startswith(("SGLANG_SHIMS_ENABLE", _toggles.patch_var(manifest.id)))
         try:
@@ -298,6 +304,8 @@ class Engine:
 
     def _stand_in(self, name: str, module: ModuleType) -> None:
         manifest, reason = self.standing_in[name]
+        from .journal import PatchContext
+
         ctx = PatchContext(manifest, module, self.env.versions, self.claims, gpus=self.env.gpu)
         ctx.cause = reason
         try:
@@ -366,6 +374,8 @@ class Engine:
                       " active (`python -m sglang_shims.launch ...` or the .pth)",
                       gates=judged.gates)
             return
+        from .journal import PatchContext, Retired, restore, snapshot, where_in_patch
+
         ctx = PatchContext(manifest, module, self.env.versions, self.claims, gpus=self.env.gpu)
         before = snapshot(module)
         try:
@@ -405,6 +415,8 @@ class Engine:
             if provide.name in vars(module):
                 ctx.note(f"{manifest.target}.{provide.name} exists; left as it is")
                 continue
+            from .proxy import OptionalSymbol
+
             proxy = OptionalSymbol(manifest.target, provide.name, manifest.id,
                                    self._explainer(manifest, provide), provide.substitute)
             ctx.setattr(module, provide.name, proxy)
