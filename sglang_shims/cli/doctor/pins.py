@@ -28,11 +28,16 @@ class Pin:
 
 PIN_DISTS = ("torch", "sgl-kernel", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
              "flashinfer-jit-cache", "transformers", "triton", "kernels")
+# Checked under any pin, as PIN_DISTS: the grammar backends and the libraries whose drift
+# users report (outlines moved its JSON-schema helpers under sglang 0.4.x when vllm pulled
+# it up; sglang issue 2552).  Every other distribution is checked where sglang pins it
+# exactly (==), read from its Requires-Dist.
+LIBRARY_DISTS = ("outlines", "xgrammar", "llguidance", "vllm", "torchao")
 DEFAULT_EXTRAS = ("", "srt")
 
 
-def sglang_pins(lines: Iterable[str], dists: Iterable[str] = PIN_DISTS) -> list[Pin]:
-    """sglang's version pins from its ``Requires-Dist`` lines.
+def sglang_pins(lines: Iterable[str], dists: Iterable[str] | None = PIN_DISTS) -> list[Pin]:
+    """sglang's version pins from its ``Requires-Dist`` lines (of ``dists``; None: all).
 
     Old releases put the runtime under the ``srt`` extra, which pulls in
     ``sglang[runtime_common]``; those self-references are followed.  Pins under
@@ -41,7 +46,7 @@ def sglang_pins(lines: Iterable[str], dists: Iterable[str] = PIN_DISTS) -> list[
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
-    wanted = {canonical(d) for d in dists}
+    wanted = None if dists is None else {canonical(d) for d in dists}
     reqs: list[tuple[Requirement, str]] = []
     for line in lines:
         try:
@@ -61,7 +66,7 @@ def sglang_pins(lines: Iterable[str], dists: Iterable[str] = PIN_DISTS) -> list[
     pins = []
     for req, extra in reqs:
         name = canonical(req.name)
-        if name in wanted and str(req.specifier):
+        if (wanted is None or name in wanted) and str(req.specifier) and name != "sglang":
             pins.append(Pin(name, str(req.specifier), extra, extra in default))
     return pins
 
@@ -83,18 +88,32 @@ def _extra_of(req: Requirement) -> str:
     return "?"  # a platform marker that is false here
 
 
+def _exact(spec: str) -> bool:
+    """One ``==X`` / ``===X`` clause, no wildcard: the release sglang was tested with."""
+    return "," not in spec and spec.startswith("==") and not spec.endswith("*")
+
+
+def checked_dists(pins: list[Pin]) -> list[str]:
+    """PIN_DISTS and LIBRARY_DISTS under any default pin, then every other distribution
+    sglang pins exactly by default (``torchaudio==2.8.0``), in name order."""
+    named = (*PIN_DISTS, *LIBRARY_DISTS)
+    exact = sorted({p.dist for p in pins if p.default and _exact(p.spec)} - set(named))
+    return [*named, *exact]
+
+
 def check_pins(facts: Facts) -> list[Finding]:
-    """Check 7: installed torch / kernel / flashinfer / transformers vs sglang's pins."""
+    """Check 7: the installed versions vs sglang's pins -- torch, kernel, flashinfer,
+    transformers, triton, the grammar libraries, and every exact pin."""
     sglang = facts.version("sglang")
     if not sglang:
         return []
     if "sglang" not in facts.requires:
         return [Finding("sglang-pin", "info", f"sglang {sglang}: its Requires-Dist was not read "
                         "(hermetic environment or missing metadata)")]
-    pins = sglang_pins(facts.requires["sglang"])
+    pins = sglang_pins(facts.requires["sglang"], None)
     out: list[Finding] = []
     matched: list[str] = []
-    for dist in PIN_DISTS:
+    for dist in checked_dists(pins):
         mine = [p for p in pins if p.dist == dist and p.default]
         if not mine:
             continue
@@ -104,7 +123,10 @@ def check_pins(facts: Facts) -> list[Finding]:
             installed_as = "sglang-kernel" if dist == "sgl-kernel" else "sgl-kernel"
             version = facts.version(installed_as)
         if version is None:
-            out.append(Finding("sglang-pin", "warn", f"sglang {sglang} requires {dist}{spec}; it "
+            # the core stack is needed to start at all; the rest is imported by the
+            # features that use it, so its absence is reported, not warned about
+            level = "warn" if dist in PIN_DISTS else "info"
+            out.append(Finding("sglang-pin", level, f"sglang {sglang} requires {dist}{spec}; it "
                                "is not installed", f"pip install '{dist}{spec}'"))
             continue
         if all(satisfies(version, p.spec)[0] for p in mine):
