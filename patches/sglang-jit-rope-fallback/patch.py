@@ -1,6 +1,6 @@
 """Route sglang's JIT RoPE to the fallback's kernel when the fallback serves sgl_kernel.
 
-sglang 0.5.9-0.5.16 took RoPE out of sgl_kernel into their own JIT-compiled CUDA kernel.
+sglang 0.5.9 took RoPE out of sgl_kernel into their own JIT-compiled CUDA kernel.
 The fallback exists for machines where the compiled kernel cannot serve; there sglang's
 JIT kernel has the same problem (it needs nvcc and a CUDA build at the first call), so the
 dense path would still break at the first forward pass.  Where a real sgl_kernel is
