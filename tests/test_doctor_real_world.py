@@ -1,0 +1,104 @@
+"""docs/real-world.md is generated from docs/real-world.json, and the data's claims hold.
+
+For every report that gives the versions it was seen with (``env``): a named patch's
+version gates pass there, a named doctor rule fires there (with a remedy), and the
+doctor's ABI check fails there with a remedy where the report says it diagnoses it.  A
+report marked replayed names a real test, which runs the report's versions on CPU
+against the real wheels (tests/patches/).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sglang_shims.catalog.load import load
+from sglang_shims.cli import doctor
+from sglang_shims.engine.gates import check_gate
+
+from .test_doctor import facts
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = json.loads((REPO / "docs" / "real-world.json").read_text(encoding="utf-8"))
+REPORTS: list[dict[str, Any]] = DATA["reports"]
+
+
+def _renderer() -> Any:
+    spec = importlib.util.spec_from_file_location("real_world", REPO / "docs" / "real_world.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_page_is_generated_from_the_data() -> None:
+    page = (REPO / "docs" / "real-world.md").read_text(encoding="utf-8")
+    assert page == _renderer().render(DATA), "run: python docs/real_world.py --write"
+
+
+def test_counts_on_the_page_are_the_data_s() -> None:
+    """Counted here independently of the renderer: the 'all' row of the page."""
+    outcomes = ("fixed", "fixed-partly", "diagnosed", "missed", "out-of-scope")
+    row = "| all | {} | {} |".format(
+        len(REPORTS), " | ".join(str(sum(r["outcome"] == o for r in REPORTS)) for o in outcomes))
+    assert row in (REPO / "docs" / "real-world.md").read_text(encoding="utf-8")
+
+
+def test_every_report_is_well_formed() -> None:
+    ids = [r["id"] for r in REPORTS]
+    assert len(ids) == len(set(ids))
+    patches, rules = load().by_id(), {r.id for r in doctor.rules.RULES}
+    for r in REPORTS:
+        assert r["kind"] in ("import", "environment", "behaviour"), r["id"]
+        assert r["url"].startswith("https://github.com/"), r["id"]
+        assert r.get("patch") is None or r["patch"] in patches, r["id"]
+        assert r.get("rule") is None or r["rule"] in rules, r["id"]
+        if r["outcome"] in ("fixed", "fixed-partly"):
+            assert r.get("patch"), f"{r['id']}: fixed by which patch?"
+        elif r["outcome"] == "diagnosed":
+            assert r.get("rule") or r.get("check"), f"{r['id']}: diagnosed by what?"
+        else:
+            assert r.get("why"), f"{r['id']}: say why not"
+
+
+@pytest.mark.parametrize("report", [r for r in REPORTS if r.get("env") and r.get("patch")],
+                         ids=lambda r: r["id"])
+def test_patch_gates_pass_on_the_reports_versions(report: dict[str, Any]) -> None:
+    env = facts(report["env"]).env
+    for gate in load().by_id()[report["patch"]].requires:
+        ok, why = check_gate(gate, env)
+        assert ok, f"{report['id']}: {why}"
+
+
+@pytest.mark.parametrize("report", [r for r in REPORTS if r.get("env") and r.get("rule")
+                                    and not r.get("rule_needs")],
+                         ids=lambda r: r["id"])
+def test_rule_fires_on_the_reports_versions(report: dict[str, Any]) -> None:
+    rule = next(x for x in doctor.rules.RULES if x.id == report["rule"])
+    found = rule.evaluate(facts(report["env"]))
+    assert found is not None, report["id"]
+    assert found.remedy, report["id"]
+    # a fixed report's rule says the patch covers it (warn); a diagnosed one is a problem
+    allowed = ("warn",) if report["outcome"] == "fixed" else ("fail", "warn")
+    assert found.level in allowed, (report["id"], found.level)
+
+
+@pytest.mark.parametrize("report", [r for r in REPORTS if r.get("env")
+                                    and r.get("check") == "sgl-kernel-abi"],
+                         ids=lambda r: r["id"])
+def test_abi_check_diagnoses_on_the_reports_versions(report: dict[str, Any]) -> None:
+    [found] = doctor.abi.check_abi(facts(report["env"]))
+    assert found.level == "fail" and "pip install" in found.remedy, report["id"]
+
+
+@pytest.mark.parametrize("report", [r for r in REPORTS if r.get("replay")],
+                         ids=lambda r: r["id"])
+def test_replayed_reports_name_a_real_test(report: dict[str, Any]) -> None:
+    path, _, name = report["replay"].partition("::")
+    tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
+    assert name in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}, report["id"]
