@@ -96,11 +96,14 @@ def test_the_cycle_check_sees_a_cycle(tmp_path: Path) -> None:
     graph = import_graph()
     assert "sglang_shims._bootstrap" in graph["sglang_shims._toggles"]
     assert "sglang_shims.engine" not in graph["sglang_shims._bootstrap"]  # named, not imported
+    # loaded by the Watcher only to decide a stand-in (load_sibling), never at import
+    assert "sglang_shims._versions" not in graph["sglang_shims._bootstrap"]
+    assert "sglang_shims._versions" in graph["sglang_shims.engine.gates"]
     assert graph["sglang_shims"] == set()  # the package imports nothing at module level
 
 
 def test_start_up_modules_import_only_sys_and_os() -> None:
-    for name in ("_bootstrap", "_toggles"):
+    for name in ("_bootstrap", "_toggles", "_versions"):
         tree = ast.parse((PACKAGE / f"{name}.py").read_text(encoding="utf-8"))
         imported = set()
         for node in _runs_at_import(tree):
