@@ -602,6 +602,23 @@ SGL_SIGNATURES: dict[str, list[tuple[str, object]]] = {
     "topk_softmax": [("topk_weights", E), ("topk_ids", E), ("gating_output", E),
                      ("renormalize", False), ("moe_softcapping", 0.0),
                      ("correction_bias", None)],
+    # issue 17 (tests/test_kernels_moe_fp8.py); the last moe_align_block_size parameter is
+    # the ninth argument sglang 0.5.17 passes positionally (not in sgl-kernel 0.3.18)
+    "moe_align_block_size": [("topk_ids", E), ("num_experts", E), ("block_size", E),
+                             ("sorted_token_ids", E), ("experts_ids", E),
+                             ("num_tokens_post_pad", E), ("cumsum_buffer", E),
+                             ("pad_sorted_token_ids", False),
+                             ("ignore_invalid_experts", False)],
+    "moe_sum_reduce": [("input_tensor", E), ("output_tensor", E),
+                       ("routed_scaling_factor", 0)],
+    "moe_sum": [("input_tensor", E), ("output_tensor", E)],
+    **{name: [("input", E), ("output_q", E), ("output_s", E), ("group_size", E), ("eps", E),
+              ("fp8_min", E), ("fp8_max", E), ("scale_ue8m0", False),
+              ("fuse_silu_and_mul", False), ("masked_m", None), ("enable_v2", None)]
+       for name in ("sgl_per_token_group_quant_8bit", "sgl_per_token_group_quant_fp8")},
+    "sgl_per_token_quant_fp8": [("input", E), ("output_q", E), ("output_s", E)],
+    "sgl_per_tensor_quant_fp8": [("input", E), ("output_q", E), ("output_s", E),
+                                 ("is_static", E)],
 }
 
 

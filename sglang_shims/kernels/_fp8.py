@@ -4,15 +4,15 @@ sglang's FP8 linear layers and its Triton fused-MoE quantise activations through
 before every FP8 matmul (``sglang_per_token_group_quant_fp8``, ``scaled_fp8_quant`` and
 ``sglang_per_token_quant_fp8`` in ``layers/quantization/fp8_kernel.py``):
 
-* ``sgl_per_token_group_quant_fp8(input, output_q, output_s, group_size, eps, fp8_min,
-  fp8_max, scale_ue8m0=False)`` and ``sgl_per_token_group_quant_8bit(...,
-  scale_ue8m0=False, fuse_silu_and_mul=False, masked_m=None, enable_v2=None)``
-  (sgl-kernel >= 0.3.9): each run of ``group_size`` values along the last dimension is
-  one group; ``amax = max(max|x|, eps)``; the stored scale is ``amax / 448`` and the
-  values are ``x * (448 / amax)`` saturated to +-448.  With ``scale_ue8m0`` the scale
-  is rounded up to a power of two and the values divided by it exactly.  ``output_s``
-  is ``[rows, groups]`` float32 with any strides (sglang passes row-major, column-major
-  and TMA-padded column-major views);
+* ``sgl_per_token_group_quant_8bit(input, output_q, output_s, group_size, eps, fp8_min,
+  fp8_max, scale_ue8m0=False, fuse_silu_and_mul=False, masked_m=None, enable_v2=None)``
+  (sgl-kernel >= 0.3.9) and its older name ``sgl_per_token_group_quant_fp8`` (the same
+  function; early releases stopped at ``scale_ue8m0``): each run of ``group_size``
+  values along the last dimension is one group; ``amax = max(max|x|, eps)``; the stored
+  scale is ``amax / 448`` and the values are ``x * (448 / amax)`` saturated to +-448.
+  With ``scale_ue8m0`` the scale is rounded up to a power of two and the values divided
+  by it exactly.  ``output_s`` is ``[rows, groups]`` float32 with any strides (sglang
+  passes row-major, column-major and TMA-padded column-major views);
 * ``sgl_per_token_quant_fp8(input, output_q, output_s)``: one scale per row of a 2-D
   input, ``max|x| / 448``; values ``x * (1 / scale)`` saturated;
 * ``sgl_per_tensor_quant_fp8(input, output_q, output_s, is_static)``: one scale for
@@ -50,7 +50,7 @@ FP8_MAX = 448.0
 _TILE = 4096  # values a program holds at once
 
 
-def sgl_per_token_group_quant_fp8(
+def sgl_per_token_group_quant_8bit(
     input: torch.Tensor,
     output_q: torch.Tensor,
     output_s: torch.Tensor,
@@ -59,33 +59,22 @@ def sgl_per_token_group_quant_fp8(
     fp8_min: float,
     fp8_max: float,
     scale_ue8m0: bool = False,
-) -> None:
-    """Quantise each group of ``group_size`` values to e4m3 with its own fp32 scale."""
-    group_quant_into(input, output_q, output_s, int(group_size), float(eps),
-                     float(fp8_min), float(fp8_max), bool(scale_ue8m0))
-
-
-def sgl_per_token_group_quant_8bit(
-    input: torch.Tensor,
-    output_q: torch.Tensor,
-    output_s: torch.Tensor,
-    group_size: int,
-    eps: float,
-    min_8bit: float,
-    max_8bit: float,
-    scale_ue8m0: bool = False,
     fuse_silu_and_mul: bool = False,
     masked_m: torch.Tensor | None = None,
     enable_v2: bool | None = None,
 ) -> None:
-    """The same for an e4m3 ``output_q`` (sgl-kernel >= 0.3.9's name); ``enable_v2`` picks
-    a CUDA kernel variant and is ignored."""
+    """Quantise each group of ``group_size`` values to e4m3 with its own fp32 scale;
+    ``enable_v2`` picks a CUDA kernel variant and is ignored."""
     if fuse_silu_and_mul or masked_m is not None:
         raise NotImplementedError(
             "sgl_per_token_group_quant_8bit: fuse_silu_and_mul and masked_m (sglang's DeepEP "
             "MoE paths) are not implemented by sglang-shims' fallback kernels")
     group_quant_into(input, output_q, output_s, int(group_size), float(eps),
-                     float(min_8bit), float(max_8bit), bool(scale_ue8m0))
+                     float(fp8_min), float(fp8_max), bool(scale_ue8m0))
+
+
+#: The older name; sgl-kernel binds it to the same function.
+sgl_per_token_group_quant_fp8 = sgl_per_token_group_quant_8bit
 
 
 def sgl_per_token_quant_fp8(input: torch.Tensor, output_q: torch.Tensor,

@@ -18,9 +18,10 @@ steps around it come from sgl-kernel, with these Python signatures:
   ``cumsum_buffer`` is scratch to sgl-kernel; here it is left holding each bucket's
   starting offset and, last, the total.  ``ignore_invalid_experts`` (sglang 0.5.17's
   ninth argument) leaves the ``-1`` ids out entirely.
-* ``moe_sum_reduce(input, output, routed_scaling_factor)`` (sgl-kernel >= 0.3.12):
-  ``output[t] = routed_scaling_factor * sum_k input[t, k]``, summed in fp32 and rounded
-  once; ``moe_sum(input, output)`` (>= 0.3.16) is the same without the factor.
+* ``moe_sum_reduce(input_tensor, output_tensor, routed_scaling_factor=0)`` (sgl-kernel
+  >= 0.3.12): ``output[t] = routed_scaling_factor * sum_k input[t, k]``, summed in fp32
+  and rounded once; ``moe_sum(input_tensor, output_tensor)`` (>= 0.3.16) is the same
+  without the factor.
 
 Ids outside ``[-1, num_experts - 1)`` are left out of the alignment in both paths (the
 CUDA kernel would write outside its buffers).  Accepted beyond sgl-kernel: any strides
@@ -164,15 +165,16 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
         IGNORE_INVALID=ignore_invalid, BLOCK_T=block_t, BLOCK_E=block_e))
 
 
-def moe_sum_reduce(input: torch.Tensor, output: torch.Tensor,
-                   routed_scaling_factor: float) -> None:
-    """``output = routed_scaling_factor * input.sum(dim=1)``, fp32 accumulation."""
-    sum_into(input, output, float(routed_scaling_factor))
+def moe_sum_reduce(input_tensor: torch.Tensor, output_tensor: torch.Tensor,
+                   routed_scaling_factor: float = 0) -> None:
+    """``output = routed_scaling_factor * input.sum(dim=1)``, fp32 accumulation (the default
+    factor is sgl-kernel's; sglang always passes one)."""
+    sum_into(input_tensor, output_tensor, float(routed_scaling_factor))
 
 
-def moe_sum(input: torch.Tensor, output: torch.Tensor) -> None:
+def moe_sum(input_tensor: torch.Tensor, output_tensor: torch.Tensor) -> None:
     """``output = input.sum(dim=1)``, fp32 accumulation."""
-    sum_into(input, output, None)
+    sum_into(input_tensor, output_tensor, None)
 
 
 def sum_into(input: torch.Tensor, output: torch.Tensor, scale: float | None) -> None:
