@@ -6,7 +6,9 @@ even though the few elementwise kernels every model needs (RMSNorm, gated
 activations, RoPE, MoE routing, alignment and reduction, FP8 activation quantisation)
 are simple.  These are written in Triton, so they are
 compiled just in time for whatever GPU the process has, and each op is one kernel
-launch, as in sgl-kernel (the fused residual-add + norm is one kernel, not two).
+launch, as in sgl-kernel (the fused residual-add + norm is one kernel, not two), except
+dynamic per-tensor FP8 quantisation (two, as sgl-kernel) and ``moe_align_block_size``
+(three; sgl-kernel's takes two).
 
 Each function has the signature, defaults, in-place behaviour, return value and
 output dtypes of the sgl-kernel Python function of the same name (read from
