@@ -391,3 +391,31 @@ def test_new_ops_are_served() -> None:
         assert K.OPS[name].__module__.startswith("sglang_shims.kernels._")
         assert hybrid.route(name, exported=set()).provider == hybrid.OURS
         assert hybrid.route(name, exported={name}).provider == hybrid.REAL
+
+
+# ------------------------------------------------------------------ the op-set data
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("release", ["0.5.1", "0.5.17"])
+def test_opset_data_matches_the_wheels(release: str) -> None:
+    """data/moe_fp8_ops.json holds what the scanner reads from the wheel today (two
+    releases, ~3 s each: the full rebuild takes a minute and a half)."""
+    import json
+
+    from sglang_shims.kernels import _fp8_moe_opset as opset
+    from sglang_shims.testing import wheels
+
+    data = json.loads(opset.DATA.read_text(encoding="utf-8"))
+    committed = {op: span["entry"] for op, spans in data["ops"].items() for span in spans
+                 if release in data["releases"][data["releases"].index(span["first"]):
+                                                data["releases"].index(span["last"]) + 1]}
+    assert opset.scan(wheels.unpack("sglang", release) / "sglang") == committed
+    # what docs/fallback-ops.md says, read by hand from the two wheels
+    align = committed["moe_align_block_size"]["modules"]
+    if release == "0.5.1":
+        assert committed["moe_align_block_size"]["calls"] == ["8"]
+        assert "moe_sum_reduce" not in committed  # its own Triton kernel then
+    else:
+        assert "kernels.ops.moe.__init__ (kernel registry)" in align
+        assert committed["moe_sum_reduce"]["calls"] == ["3"]
