@@ -15,7 +15,8 @@ plain-PyTorch path) and ``triton`` (on CUDA with a GPU, else Triton's CPU interp
   0.1% of the values.  ``test_fp8_ties_round_to_even`` feeds exact midpoints, where no
   such slack exists, and wants torch's bits exactly.
 
-Run time: a few seconds on the 2-core VM (interpreter, small shapes).
+Run time: ~10 s on the 2-core VM (interpreter, small shapes), plus ~15 s for the two
+wheel scans of ``test_opset_data_matches_the_wheels`` (marker ``wheels``).
 """
 
 from __future__ import annotations
