@@ -101,6 +101,16 @@ class TestGpuGate:
         assert env.gpu() == [(12, 0), (9, 0)]
         assert env.gpu_source == "SGLANG_SHIMS_GPU_CAPABILITY"
 
+    def test_gpu_gate_line_is_reported(self) -> None:
+        text = manifest_text("gpu-line", "pkg", requires='sglang = ">=0.5"', extra=(
+            '[gpu]\ncapability = ">=12.0"\n[[provide]]\nname = "f"\nexported_by = "x"\n'
+            'remedy = "y"\n'))
+        env = Environment(versions={"sglang": "0.5.1"}, capabilities=[(12, 0)], gpu_source="t")
+        ok, lines, failure = evaluate(load_text(text, "t"), env)
+        assert ok and failure == ""
+        assert lines[0] == "sglang 0.5.1 in >=0.5"
+        assert len(lines) == 2 and "12.0" in lines[1], lines
+
     def test_gpu_only_evaluated_when_versions_pass(self) -> None:
         text = manifest_text("gpu-demo", "pkg", requires='sglang = "<0.1"', extra=(
             '[gpu]\ncapability = ">=12.0"\n[[provide]]\nname = "f"\nexported_by = "x"\n'

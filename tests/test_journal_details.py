@@ -41,3 +41,15 @@ def test_dict_value_replaced_in_place_is_restored() -> None:
     table = module.TABLE  # type: ignore[attr-defined]
     assert table["a"] is first and table["b"] == 2 and len(table) == 2
     assert any("TABLE" in line for line in fixed), fixed
+
+
+def test_list_contents_checked_by_identity() -> None:
+    """An untouched list differs in nothing; one element swapped in place is put back."""
+    module = types.ModuleType("details_mod")
+    first, second = object(), object()
+    module.ITEMS = [first, 2]  # type: ignore[attr-defined]
+    before = snapshot(module)
+    assert restore(module, before) == []
+    module.ITEMS[0] = second  # type: ignore[attr-defined]
+    fixed = restore(module, before)
+    assert module.ITEMS[0] is first and any("ITEMS" in line for line in fixed), fixed  # type: ignore[attr-defined]

@@ -71,3 +71,11 @@ def test_imported_module_answers_without_a_live_one(monkeypatch: pytest.MonkeyPa
     assert exported("judge_in_memory_xyz:value") == (True, "judge_in_memory_xyz exports value")
     assert exported("judge_in_memory_xyz:gone") == (
         False, "judge_in_memory_xyz does not export gone")
+
+
+def test_a_module_still_being_imported_is_not_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its body has not bound its names yet: the answer comes from its source (none here)."""
+    module = types.ModuleType("judge_half_xyz")
+    module.__spec__ = types.SimpleNamespace(_initializing=True)  # type: ignore[assignment]
+    monkeypatch.setitem(sys.modules, "judge_half_xyz", module)
+    assert exported("judge_half_xyz:later") == (None, "cannot read the source of judge_half_xyz")

@@ -147,3 +147,12 @@ def test_check_all_names_the_unreadable_module(tmp_path: Path) -> None:
     ok, details, failure = _source.check_all((fp,), [tmp_path])
     assert (ok, details, failure) == (False, ["cannot read the source of gone_a"],
                                       "cannot read the source of gone_a")
+
+
+@pytest.mark.parametrize("fp", [
+    Fingerprint("m", import_from="sgl_kernel", import_names=("x",)),
+    Fingerprint("m", function="helper", sha256=("0" * 16,)),
+], ids=["imports", "sha256"])
+def test_check_unparsable_source(fp: Fingerprint) -> None:
+    good, detail = _source.check(fp, "def broken(:\n")
+    assert good is False and detail.startswith("m: cannot parse (")
