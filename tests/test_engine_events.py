@@ -126,3 +126,26 @@ def test_revert_forgets_the_patchs_proxies(tmp_path: Path) -> None:
     """, paths=(site,), env={"SGLANG_SHIMS_PATH": str(patches)})
     assert result.returncode == 0, result.stderr
     assert result.json() == [["evtarget.missing_fn"], "reverted", {}, False]
+
+
+def test_strict_mode_reports_a_broken_patch_folder_once(tmp_path: Path) -> None:
+    """The first watched import fails naming the broken patch; later ones go on."""
+    site = write_package(tmp_path / "site", {"evtarget/__init__.py": "VALUE = 1\n"})
+    patches = write_patch(tmp_path / "patches", PATCH, manifest_text(PATCH, "evtarget"), CODE)
+    write_patch(patches, "broken-demo", "this is not TOML = = =\n")
+    result = run_python("""
+        import json
+        outcomes = []
+        for attempt in range(2):
+            try:
+                import evtarget
+                outcomes.append(evtarget.VALUE)
+            except ImportError as exc:
+                outcomes.append(str(exc))
+        print(json.dumps(outcomes))
+    """, paths=(site,), env={"SGLANG_SHIMS_PATH": str(patches), "SGLANG_SHIMS_STRICT": "1"})
+    assert result.returncode == 0, result.stderr
+    first, second = result.json()
+    assert first.startswith("sglang-shims: strict mode and a patch could not be loaded:")
+    assert "broken-demo" in first
+    assert second == 2
