@@ -101,7 +101,8 @@ def test_abi_remedy_names_sglangs_own_pins() -> None:
     ({"sgl-kernel": "0.3.18"}, "2.9.0", "fail", "2.8.0"),
     ({"sgl-kernel": "0.3.21"}, "2.9.0", "ok", "2.9.1"),              # same minor
     ({"sgl-kernel": "0.2.7"}, "2.7.1", "ok", "2.7.1"),
-    ({"sgl-kernel": "0.1.9"}, "2.5.1", "info", ""),                  # not in the table
+    ({"sgl-kernel": "0.1.9"}, "2.5.1", "fail", "2.7.1"),             # read from the wheel
+    ({"sgl-kernel": "0.0.9.post2"}, "2.5.1", "info", ""),            # gone from PyPI
 ])
 def test_kernel_torch_table(kernel: dict[str, str], torch: str, level: str,
                             built: str) -> None:

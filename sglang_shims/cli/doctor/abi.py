@@ -69,6 +69,12 @@ def check_abi(facts: Facts) -> list[Finding]:
         return [Finding("sgl-kernel-abi", "fail", f"{dist} {version} was built against torch "
                         f"{built}, and torch is not installed: sgl_kernel cannot load",
                         f"pip install 'torch=={built}'")]
+    loads = [b for b in builds[0].also if minor_of(b) == minor_of(torch_version)]
+    if loads:
+        return [Finding("sgl-kernel-abi", "ok",
+                        f"{dist} {version} was built against torch {built}; every torch symbol "
+                        f"it imports is also exported by torch {loads[0]}, the minor of the "
+                        f"installed {torch_version}")]
     if minor_of(torch_version) != minor_of(built):
         detail = (f"{dist} {version} was built against torch {built}; torch {torch_version} is "
                   "installed: loading it fails with an undefined-symbol error (the C++ ABI "

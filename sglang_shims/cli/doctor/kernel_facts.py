@@ -23,6 +23,8 @@ class KernelBuild:
     last: str
     torch: str
     label: str | None = None
+    also: tuple[str, ...] = ()
+    """Other torch releases whose libraries export every torch symbol these wheels import."""
 
     @property
     def dist(self) -> str:
@@ -33,8 +35,20 @@ class KernelBuild:
 # sgl_kernel_history.md §1.2: TORCH_INSTALL in sgl-kernel/build.sh up to 0.3.20, the
 # Dockerfile's TORCH_VER block from 0.3.21.  Requires-Dist says nothing until 0.4.7.
 # Label-specific rows come first: the first matching row wins.
+#
+# 0.1.x (the first releases still on PyPI; 0.0.x are gone from it) were read from the
+# published x86_64 wheels instead: the c10/at/torch symbols their extension modules import
+# (nm -D --undefined-only), looked up in the exports of torch 2.5.1, 2.6.0 and 2.7.1's
+# libraries (PyPI wheels).  0.1.0 resolves in 2.5.1 and 2.6.0; 0.1.1-0.1.6.post1 only in
+# 2.6.0 (one symbol missing from 2.5.1, eight from 2.7.1); 0.1.7-0.1.9 only in 2.7.1
+# (eight missing from 2.6.0), as 0.2.0 -- the row the build scripts give -- does too.
+# sglang's pins agree: 0.4.6.post1-post5 pin 0.1.0-0.1.4 with torch 2.6.0, 0.4.7-0.4.8.post1
+# pin 0.1.7/0.1.9 with torch 2.7.1.
 KERNEL_BUILDS: tuple[KernelBuild, ...] = (
     KernelBuild("0.3.16.post4", "0.3.18", "2.9.0", label="cu130"),
+    KernelBuild("0.1.0", "0.1.0", "2.6.0", also=("2.5.1",)),
+    KernelBuild("0.1.1", "0.1.6.post1", "2.6.0"),
+    KernelBuild("0.1.7", "0.1.9", "2.7.1"),
     KernelBuild("0.2.0", "0.2.9", "2.7.1"),
     KernelBuild("0.3.0", "0.3.16.post3", "2.8.0"),
     KernelBuild("0.3.16.post4", "0.3.18", "2.8.0"),
@@ -46,8 +60,10 @@ KERNEL_BUILDS: tuple[KernelBuild, ...] = (
 )
 
 # CUDA major of the PyPI default file (no local label), sgl_kernel_history.md §1.2:
-# cu124 up to 0.3.8, cu129 from 0.3.9 (PR #10188), cu130 from 0.4.2 (PR #24162).
+# cu124 up to 0.3.8, cu129 from 0.3.9 (PR #10188), cu130 from 0.4.2 (PR #24162); 0.1.0 and
+# 0.1.9 read from the wheels (readelf -d: libcudart.so.12, libnvrtc.so.12).
 DEFAULT_CUDA_MAJOR: tuple[tuple[str, str, int], ...] = (
+    ("0.1.0", "0.1.9", 12),
     ("0.2.0", "0.3.8", 12),
     ("0.3.9", "0.4.1.post1", 12),
     ("0.4.2", "0.4.10", 13),
