@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from .conftest import run_python
@@ -200,7 +200,25 @@ def test_finder_version_gates_agree_with_packaging(version: str,
         expected = SpecifierSet(spec).contains(Version(version), prereleases=True)
     except (InvalidSpecifier, InvalidVersion):
         expected = False
+    assume(not packaging_releases_disagree(version, clauses))
     assert spec_contains(spec, version) == expected
+
+
+def packaging_releases_disagree(version: str, clauses: list[tuple[str, str]]) -> bool:
+    """packaging < 26 and >= 26 read PEP 440's "a pre-release of V" differently when V is a
+    post-release (is 1.0.dev0 below 1.0.post0?), and "a post-release of V" when the pre parts
+    differ; no gate of ours writes such a clause, so the property leaves them out."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        mine = Version(version)
+        bounds = [(op, Version(bound)) for op, bound in clauses if not bound.endswith(".*")]
+    except InvalidVersion:
+        return False
+    return any((b.epoch, b.release) == (mine.epoch, mine.release) and (
+        (op == "<" and b.post is not None and mine.is_prerelease)
+        or (op == ">" and b.post is None and mine.post is not None and mine.pre != b.pre))
+        for op, b in bounds)
 
 
 def test_installed_version_reads_dist_info_as_importlib_metadata_does(tmp_path: Path) -> None:

@@ -129,7 +129,8 @@ def _without_packaging(version: str, spec: str) -> bool | None:
     """The answer of the import-free PEP 440 reader (``_versions``), where it can tell (a test
     holds it to packaging's answers); None sends the question to packaging, whose import
     costs about 3.5 ms in a process that has not loaded it -- most of waking up."""
-    if _versions.version_key(version) is None:
+    key = _versions.version_key(version)
+    if key is None:
         return None
     for clause in (c.strip() for c in spec.split(",")):
         if not clause:
@@ -141,7 +142,11 @@ def _without_packaging(version: str, spec: str) -> bool | None:
         if bound.endswith(".*"):
             if op not in ("==", "!=") or not all(p.isdigit() for p in bound[:-2].split(".")):
                 return None
-        elif _versions.version_key(bound) is None or (op == "~=" and "." not in bound):
+        elif (other := _versions.version_key(bound)) is None or (op == "~=" and "." not in bound):
+            return None
+        elif op in ("<", ">") and other[:2] == key[:2]:
+            # "<V" / ">V" against a pre-, post- or dev-release of V itself: packaging < 26
+            # and >= 26 answer differently there; let the installed packaging decide
             return None
     return _versions.spec_contains(spec, version)
 
