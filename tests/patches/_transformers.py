@@ -126,24 +126,29 @@ def run_json(code: str, paths: tuple[Path, ...], env: dict[str, str] | None = No
 
 
 def _run_checked(code: str, paths: tuple[Path, ...], patch: str, state: str,
-                 reference: Path | None, disable: str) -> dict[str, Any]:
+                 reference: Path | None, disable: str,
+                 transformers: str | None) -> dict[str, Any]:
     env = {"SGLANG_SHIMS_DISABLE": disable} if disable else {}
-    data = run_json(code, paths, env, args=(str(reference),) if reference else ())
+    data = run_json(code, paths, env, args=(str(reference),) if reference else (),
+                    transformers=transformers)
     assert data["state"] == state, data
     return data
 
 
 def run_stock(code: str, paths: tuple[Path, ...], patch: str,
-              reference: Path | None = None) -> dict[str, Any]:
+              reference: Path | None = None, *,
+              transformers: str | None = TRANSFORMERS5) -> dict[str, Any]:
     """Run ``code`` (ending with :func:`end_with_state`) with ``patch`` switched off, and
-    the reference file as argv[1] when given; its JSON, checked to say ``disabled``."""
-    return _run_checked(code, paths, patch, "disabled", reference, patch)
+    the reference file as argv[1] when given; its JSON, checked to say ``disabled`` (and,
+    unless ``transformers`` is None, to come from that transformers)."""
+    return _run_checked(code, paths, patch, "disabled", reference, patch, transformers)
 
 
 def run_applied(code: str, paths: tuple[Path, ...], patch: str,
-                reference: Path | None = None, disable: str = "") -> dict[str, Any]:
+                reference: Path | None = None, disable: str = "", *,
+                transformers: str | None = TRANSFORMERS5) -> dict[str, Any]:
     """As :func:`run_stock`, with ``patch`` on (and ``disable`` off); checked ``applied``."""
-    return _run_checked(code, paths, patch, "applied", reference, disable)
+    return _run_checked(code, paths, patch, "applied", reference, disable, transformers)
 
 
 def check_stock_import_fails(code: str, paths: tuple[Path, ...], patch: str,

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import need, run_python
+from ._transformers import end_with_state, import_attempt, run_applied, run_stock
 
 pytestmark = pytest.mark.wheels
 
@@ -51,22 +52,13 @@ spec.loader.exec_module(old)
 print(json.dumps(table(lambda s: old.build_regex_from_schema(s))))
 """
 
-PATCHED = CASES + """
-import json, sys
-result = {}
-try:
-    from sglang.srt.constrained import outlines_backend
-except ImportError as exc:
-    result["import"] = f"{type(exc).__name__}: {exc}"
-else:
-    result["import"] = "ok"
+PATCHED = CASES + "result = {}\n" + import_attempt(
+    "sglang.srt.constrained.outlines_backend", "outlines_backend") + """
+if outlines_backend is not None:
     result["table"] = table(lambda s: outlines_backend.build_regex_from_object(s))
     import outlines.fsm.json_schema as ofj, outlines_core.fsm.json_schema as ocj
     result["same_function"] = ofj.build_regex_from_schema is ocj.build_regex_from_schema
-import sglang_shims
-result["state"] = sglang_shims.status()[sys.argv[1]]["state"]
-print(json.dumps(result))
-"""
+""" + end_with_state(PATCH)
 
 
 @pytest.fixture(scope="module")
@@ -78,15 +70,10 @@ def paths(pypi_release: Callable[[str, str], Path],
 
 
 def test_stock_backend_does_not_import(paths: tuple[Path, ...]) -> None:
-    result = run_python(PATCHED, paths=paths, env={"SGLANG_SHIMS_DISABLE": PATCH},
-                        args=(PATCH,), timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
+    data = run_stock(PATCHED, paths, PATCH, transformers=None)
     assert data["import"] == ("ImportError: cannot import name 'build_regex_from_schema' from"
                               " 'outlines.fsm.json_schema'"
                               f" ({paths[0] / 'outlines' / 'fsm' / 'json_schema.py'})")
-    assert data["state"] == "disabled"
 
 
 def test_patched_regexes_match_outlines_0_1_8(paths: tuple[Path, ...],
@@ -95,12 +82,9 @@ def test_patched_regexes_match_outlines_0_1_8(paths: tuple[Path, ...],
     reference = run_python(REFERENCE, args=(str(old),), activate=False)
     assert reference.returncode == 0, reference.stderr[-3000:]
     expected = reference.json()
-    result = run_python(PATCHED, paths=paths, args=(PATCH,), timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict) and isinstance(expected, list)
+    data = run_applied(PATCHED, paths, PATCH, transformers=None)
+    assert isinstance(expected, list)
     assert data["import"] == "ok"
-    assert data["state"] == "applied"
     assert data["same_function"]
     assert data["table"] == expected
     flat = [hit for row in expected for hit in row]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import need, run_python
+from ._transformers import end_with_state, import_attempt, run_applied, run_stock
 
 pytestmark = pytest.mark.wheels
 
@@ -42,20 +43,12 @@ print(json.dumps(table(is_valid_list_of_images)))
 """
 
 PATCHED = CASES + """
-import sys, transformers
+import transformers
 result = {"transformers": transformers.__version__}
-try:
-    import sglang.srt.configs
-    from sglang.srt.configs import qwen2_5_vl_config
-except ImportError as exc:
-    result["import"] = f"{type(exc).__name__}: {exc}"
-else:
-    result["import"] = "ok"
+""" + import_attempt("sglang.srt.configs.qwen2_5_vl_config", "qwen2_5_vl_config") + """
+if qwen2_5_vl_config is not None:
     result["table"] = table(qwen2_5_vl_config.is_valid_list_of_images)
-import sglang_shims
-result["state"] = sglang_shims.status()[sys.argv[1]]["state"]
-print(json.dumps(result))
-"""
+""" + end_with_state(PATCH)
 
 
 @pytest.fixture(scope="module")
@@ -67,16 +60,10 @@ def paths(pypi_release: Callable[[str, str], Path],
 
 
 def test_stock_configs_do_not_import(paths: tuple[Path, ...]) -> None:
-    result = run_python(PATCHED, paths=paths, env={"SGLANG_SHIMS_DISABLE": PATCH},
-                        args=(PATCH,), timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    assert data["transformers"] == "4.49.0"
+    data = run_stock(PATCHED, paths, PATCH, transformers="4.49.0")
     assert data["import"].startswith(
         "ImportError: cannot import name 'is_valid_list_of_images' from"
         " 'transformers.models.mllama.image_processing_mllama'")
-    assert data["state"] == "disabled"
 
 
 def test_patched_helper_answers_as_transformers_4_48(
@@ -85,11 +72,8 @@ def test_patched_helper_answers_as_transformers_4_48(
                            activate=False)
     assert reference.returncode == 0, reference.stderr[-3000:]
     expected = reference.json()
-    result = run_python(PATCHED, paths=paths, args=(PATCH,), timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict) and isinstance(expected, list)
+    data = run_applied(PATCHED, paths, PATCH, transformers="4.49.0")
+    assert isinstance(expected, list)
     assert data["import"] == "ok"
-    assert data["state"] == "applied"
     assert data["table"] == expected
     assert True in expected and False in expected and "[]" in expected
