@@ -129,7 +129,8 @@ def test_status_aggregates(tmp_path: Path) -> None:
     report(13, "scheduler", {"a": "failed", "b": "pending"})
     text, meta = outcome(cli("status", "--report-dir", str(tmp_path)))
     assert meta["exit"] == 1
-    assert "scheduler (pid 13): failed, because failed" in str(text)
+    # the detail column wraps to the terminal: read it with the line breaks folded
+    assert "scheduler (pid 13): failed, because failed" in " ".join(str(text).split())
     assert "problem: a failed in pid 13" in str(text)
 
 

@@ -56,7 +56,9 @@ def arena() -> Iterator[Path]:
     """A folder both users can reach; ``arena/tmp`` (1777) stands in for /tmp."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         pytest.skip("not root: the attacks need a second user, made with os.setuid")
-    base = Path(tempfile.mkdtemp(prefix="sglang-shims-security-"))
+    # in /tmp itself: the suite's own TMPDIR (conftest) lies under pytest's 0700 folder,
+    # which the second user cannot enter
+    base = Path(tempfile.mkdtemp(prefix="sglang-shims-security-", dir="/tmp"))
     base.chmod(0o755)
     (base / "tmp").mkdir()
     (base / "tmp").chmod(0o1777)
