@@ -337,3 +337,33 @@ def test_other_spellings(version: str, spec: str, expected: bool) -> None:
     assert satisfies(version, spec) == (expected, "")
     # the finder's own reader (no packaging at start-up) gives the same answer
     assert _versions.spec_contains(spec, version) is expected
+
+
+# Prefix matches (``==V.*``, ``!=V.*``, padded with zeros, epoch 0 only) and ``~=``, expected
+# answers from PEP 440's text; the finder's reader must give them without packaging.
+PREFIX_CLAUSES = [
+    ("1.5", "==1.*", True), ("2.0", "==1.*", False), ("1.5", "!=1.*", False),
+    ("2.0", "!=1.*", True), ("1.2.7", "==1.2.*", True), ("1.3", "==1.2.*", False),
+    ("1.2", "==1.2.0.*", True), ("1!1.5", "==1.*", False), ("1!1.5", "!=1.*", True),
+    ("1.3", "~=1.2", True), ("1.2.9", "~=1.2.3", True), ("2.0", "~=1.2", False),
+    ("1.1", "~=1.2", False), ("1.3.0", "~=1.2.3", False),
+]
+
+
+@pytest.mark.parametrize(("version", "spec", "expected"), PREFIX_CLAUSES)
+def test_finder_reader_prefix_and_compatible_clauses(version: str, spec: str,
+                                                     expected: bool) -> None:
+    from sglang_shims import _versions
+
+    assert satisfies(version, spec) == (expected, "")
+    assert _versions.spec_contains(spec, version) is expected
+
+
+@pytest.mark.parametrize("version", ["1.0.post1a1", "1.0.dev1a1", "1.0.dev1.post1"])
+def test_finder_reader_refuses_segments_out_of_order(version: str) -> None:
+    """PEP 440 orders the suffixes pre, post, dev; one out of order is not a version, and
+    the finder's reader must say so rather than read a key from it."""
+    from sglang_shims import _versions
+
+    assert _versions.version_key(version) is None
+    assert _versions.spec_contains(">=0", version) is False
