@@ -154,3 +154,35 @@ def test_strict_mode_reports_a_broken_patch_folder_once(tmp_path: Path) -> None:
     assert first.startswith("sglang-shims: strict mode and a patch could not be loaded:")
     assert "broken-demo" in first
     assert second == 2
+
+
+def test_a_provided_name_the_target_has_is_left_and_noted(tmp_path: Path) -> None:
+    """``[[provide]]`` only fills a gap: a name the module already exports is kept, and the
+    record says why no stand-in was put there."""
+    site = write_package(tmp_path / "site", {"evtarget/__init__.py": "VALUE = 1\n"})
+    patches = write_patch(tmp_path / "patches", "provide-demo", manifest_text(
+        "provide-demo", "evtarget", extra='[[provide]]\nname = "VALUE"\n'
+        'exported_by = "evtarget 2"\nremedy = "upgrade"\n'))
+    result = run_python("""
+        import json, sglang_shims, evtarget
+        entry = sglang_shims.status()["provide-demo"]
+        print(json.dumps([evtarget.VALUE, entry["state"], entry["notes"], entry["proxies"]]))
+    """, paths=(site,), env={"SGLANG_SHIMS_PATH": str(patches)})
+    assert result.returncode == 0, result.stderr
+    assert result.json() == [1, "applied", ["evtarget.VALUE exists; left as it is"], {}]
+
+
+def test_install_after_revert_watches_pending_targets_again(tmp_path: Path) -> None:
+    """``revert()`` removes the import hook; a later ``install()`` must put it back for the
+    patches still waiting for their module, or they would silently never apply."""
+    result = run(tmp_path, """
+        import json, sglang_shims
+        sglang_shims.install()
+        assert sglang_shims.status()["events-demo"]["state"] == "pending"
+        sglang_shims.revert()
+        sglang_shims.install()
+        import evtarget
+        print(json.dumps([evtarget.VALUE, sglang_shims.status()["events-demo"]["state"]]))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.json() == [2, "applied"]

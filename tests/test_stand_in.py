@@ -105,3 +105,51 @@ def test_disabled_stand_in_never_stands_in(tmp_path: Path) -> None:
 def test_strict_mode_with_nothing_wrong_imports_normally(tmp_path: Path) -> None:
     data = outcome(run(tmp_path, SGLANG_SHIMS_STRICT="1"))
     assert data["value"] == [1, None] and data["state"] == "not-applicable"
+
+
+COUNTED = CODE.replace("    ctx.module.VALUE = 42\n", "    ctx.module.VALUE = 42\n"
+                       "    calls = int(os.environ.get('DEMO_CALLS', '0'))\n"
+                       "    os.environ['DEMO_CALLS'] = str(calls + 1)\n")
+
+
+def run_counted(tmp_path: Path, snippet: str) -> Result:
+    target = write_package(tmp_path / "site", {"sitarget/__init__.py": "VALUE = 1\n"})
+    patches = write_patch(tmp_path / "patches", PATCH,
+                          manifest_text(PATCH, "sitarget", when="instead"), COUNTED)
+    return run_python(snippet, paths=(target,), env={"SGLANG_SHIMS_PATH": str(patches),
+                                                     "DEMO_UNUSABLE": "no code for this GPU"})
+
+
+def test_a_stand_in_is_built_once_per_process(tmp_path: Path) -> None:
+    """A patch applies once per process: importing the target again (after it was dropped
+    from sys.modules) does not build a second stand-in, and the record no longer says
+    "applied" about a module that is not the one in use."""
+    result = run_counted(tmp_path, """
+        import json, os, sys, sglang_shims
+        import sitarget
+        del sys.modules["sitarget"]
+        import sitarget
+        state = sglang_shims.status()["stand-in-demo"]["state"]
+        print(json.dumps([os.environ["DEMO_CALLS"], state]))
+    """)
+    assert result.returncode == 0, result.stderr
+    calls, state = result.json()
+    assert calls == "1"
+    # the module now in sys.modules is not the stand-in: status must not claim it applied
+    assert state != "applied"
+
+
+def test_revert_undoes_a_stand_in(tmp_path: Path) -> None:
+    """``revert()`` undoes every applied patch, a stand-in included, and its record says so
+    (a stand-in left "applied" after revert() would be status claiming code in effect that
+    the user asked to undo)."""
+    result = run_counted(tmp_path, """
+        import json, sglang_shims
+        import sitarget
+        before = sitarget.VALUE
+        errors = sglang_shims.revert()
+        entry = sglang_shims.status()["stand-in-demo"]
+        print(json.dumps([before, errors, entry["state"]]))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.json() == [42, [], "reverted"]
