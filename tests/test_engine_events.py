@@ -186,3 +186,18 @@ def test_install_after_revert_watches_pending_targets_again(tmp_path: Path) -> N
     """)
     assert result.returncode == 0, result.stderr
     assert result.json() == [2, "applied"]
+
+
+def test_wake_up_cpu_time_is_measured(tmp_path: Path) -> None:
+    """The report's wake-up timing has the importing thread's CPU time as well as the wall
+    time: waking reads the patch catalog, which costs CPU time, and one thread's CPU time
+    cannot exceed the wall time it ran in."""
+    result = run(tmp_path, """
+        import json, evtarget
+        from sglang_shims import engine
+        timing = engine.get().timing
+        print(json.dumps([timing["wake_ms"], timing["wake_cpu_ms"]]))
+    """)
+    assert result.returncode == 0, result.stderr
+    wall, cpu = result.json()
+    assert 0 < cpu <= wall + 1, (wall, cpu)
