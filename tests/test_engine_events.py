@@ -201,3 +201,21 @@ def test_wake_up_cpu_time_is_measured(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     wall, cpu = result.json()
     assert 0 < cpu <= wall + 1, (wall, cpu)
+
+
+def test_a_retiring_patch_undoes_its_changes_inside_the_module(tmp_path: Path) -> None:
+    """``ctx.retire()`` after a change: the journal undoes every change, also one on a class
+    of the module (a snapshot of the module's own names would not see it)."""
+    site = write_package(tmp_path / "site", {"evtarget/__init__.py":
+                                             "class Box:\n    SIZE = 1\n"})
+    patches = write_patch(tmp_path / "patches", "retire-demo", manifest_text(
+        "retire-demo", "evtarget"),
+        "def apply(ctx):\n    ctx.setattr(ctx.module.Box, 'SIZE', 5)\n"
+        "    ctx.retire('fixed upstream')\n")
+    result = run_python("""
+        import json, sglang_shims, evtarget
+        entry = sglang_shims.status()["retire-demo"]
+        print(json.dumps([evtarget.Box.SIZE, entry["state"], entry["reason"]]))
+    """, paths=(site,), env={"SGLANG_SHIMS_PATH": str(patches)})
+    assert result.returncode == 0, result.stderr
+    assert result.json() == [1, "retired", "fixed upstream"]
