@@ -219,3 +219,17 @@ def test_a_retiring_patch_undoes_its_changes_inside_the_module(tmp_path: Path) -
     """, paths=(site,), env={"SGLANG_SHIMS_PATH": str(patches)})
     assert result.returncode == 0, result.stderr
     assert result.json() == [1, "retired", "fixed upstream"]
+
+
+def test_a_failing_patchs_traceback_is_logged_at_debug(tmp_path: Path) -> None:
+    """The status line says what failed; the traceback, for whoever debugs the patch, goes to
+    the log at debug level (``SGLANG_SHIMS_LOG=debug``)."""
+    site = write_package(tmp_path / "site", {"evtarget/__init__.py": "VALUE = 1\n"})
+    patches = write_patch(tmp_path / "patches", "fail-demo", manifest_text(
+        "fail-demo", "evtarget"), "def apply(ctx):\n    raise ValueError('no such field')\n")
+    result = run_python("import evtarget\n", paths=(site,),
+                        env={"SGLANG_SHIMS_PATH": str(patches), "SGLANG_SHIMS_LOG": "debug"})
+    assert result.returncode == 0, result.stderr
+    assert "fail-demo failed:" in result.stderr
+    assert "Traceback (most recent call last)" in result.stderr
+    assert "ValueError: no such field" in result.stderr
