@@ -233,3 +233,23 @@ def test_a_failing_patchs_traceback_is_logged_at_debug(tmp_path: Path) -> None:
     assert "fail-demo failed:" in result.stderr
     assert "Traceback (most recent call last)" in result.stderr
     assert "ValueError: no such field" in result.stderr
+
+
+def test_calling_a_provided_missing_name_explains_what_is_missing(tmp_path: Path) -> None:
+    """The error a stand-in name raises when called says which name, who exported it, the
+    manifest's remedy and which patch to ask about: the user's only clue at that point."""
+    site = write_package(tmp_path / "site", {"evtarget/__init__.py": "VALUE = 1\n"})
+    patches = write_patch(tmp_path / "patches", "proxy-demo", manifest_text(
+        "proxy-demo", "evtarget", extra='[[provide]]\nname = "missing_fn"\n'
+        'exported_by = "evtarget 2"\nremedy = "upgrade evtarget"\n'))
+    result = run_python("""
+        import evtarget
+        try:
+            evtarget.missing_fn(1)
+        except Exception as exc:
+            print(type(exc).__name__, exc)
+    """, paths=(site,), env={"SGLANG_SHIMS_PATH": str(patches)})
+    assert result.returncode == 0, result.stderr
+    for part in ("evtarget.missing_fn is not available", "It was exported by evtarget 2.",
+                 "upgrade evtarget", "sglang-shims explain proxy-demo"):
+        assert part in result.stdout, (part, result.stdout)
