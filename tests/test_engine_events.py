@@ -150,7 +150,9 @@ def test_strict_mode_reports_a_broken_patch_folder_once(tmp_path: Path) -> None:
         print(json.dumps(outcomes))
     """, paths=(site,), env={"SGLANG_SHIMS_PATH": str(patches), "SGLANG_SHIMS_STRICT": "1"})
     assert result.returncode == 0, result.stderr
-    first, second = result.json()
+    outcomes = result.json()
+    assert isinstance(outcomes, list)
+    first, second = outcomes
     assert first.startswith("sglang-shims: strict mode and a patch could not be loaded:")
     assert "broken-demo" in first
     assert second == 2
@@ -199,7 +201,9 @@ def test_wake_up_cpu_time_is_measured(tmp_path: Path) -> None:
         print(json.dumps([timing["wake_ms"], timing["wake_cpu_ms"]]))
     """)
     assert result.returncode == 0, result.stderr
-    wall, cpu = result.json()
+    data = result.json()
+    assert isinstance(data, list)
+    wall, cpu = data
     assert 0 < cpu <= wall + 1, (wall, cpu)
 
 
