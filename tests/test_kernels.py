@@ -303,6 +303,21 @@ def test_rmsnorm_two_pass(backend: str, gen: torch.Generator,
     assert_close(x, ref_rmsnorm(r, w, 1e-6, True), dtype, "two-pass fused norm")
 
 
+
+@pytest.mark.parametrize("single_pass_limit", [8192, 256], ids=["one-pass", "two-pass"])
+def test_rmsnorm_eps_counts(backend: str, gen: torch.Generator, single_pass_limit: int,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inputs so small that eps is most of mean(x^2): a kernel that drops or misplaces eps
+    is off by far more than the tolerance (at unit scale eps is below it)."""
+    monkeypatch.setattr(_norm, "_MAX_SINGLE_PASS", single_pass_limit)
+    monkeypatch.setattr(_norm, "_LOOP_BLOCK", 128)
+    x = randn(gen, 3, 1000, device=backend, scale=1e-3)  # mean(x^2) ~ 1e-6 ~ eps
+    w = randn(gen, 1000, device=backend)
+    for eps in (1e-6, 1e-5):
+        assert_close(K.rmsnorm(x, w, eps=eps), ref_rmsnorm(x, w, eps, False), torch.float32,
+                     f"rmsnorm eps={eps}")
+
+
 def test_gemma_weight_precision(backend: str, gen: torch.Generator) -> None:
     """(1 + w) is formed in fp32 from a bf16 weight, never rounded to bf16.
 
