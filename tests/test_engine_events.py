@@ -257,3 +257,16 @@ def test_calling_a_provided_missing_name_explains_what_is_missing(tmp_path: Path
     for part in ("evtarget.missing_fn is not available", "It was exported by evtarget 2.",
                  "upgrade evtarget", "sglang-shims explain proxy-demo"):
         assert part in result.stdout, (part, result.stdout)
+
+
+def test_strict_mode_leaves_a_disabled_optional_patch_unjudged(tmp_path: Path) -> None:
+    """Strict mode judges a disabled patch only when it is required (to refuse the import);
+    a disabled optional one is never looked at: no gate lines, no judging time."""
+    result = run(tmp_path, """
+        import json, sglang_shims
+        import evtarget
+        entry = sglang_shims.status()["events-demo"]
+        print(json.dumps([entry["state"], entry["gates"], entry["judge_ms"], evtarget.VALUE]))
+    """, SGLANG_SHIMS_STRICT="1", SGLANG_SHIMS_DISABLE=PATCH)
+    assert result.returncode == 0, result.stderr
+    assert result.json() == ["disabled", [], 0, 1]
