@@ -32,6 +32,8 @@ def _origin(exc, depth=1):
     out = []
     for f in frames[-depth:]:
         path = f.filename
+        if "/site/" in path:  # the release's environment: keep what follows site-packages
+            path = path.split("/site/", 1)[1]
         for marker in ("/sglang/", "/transformers/", "/torch/", "/sgl_kernel/",
                        "/sglang_shims/"):
             if marker in path:
