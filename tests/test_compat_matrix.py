@@ -55,7 +55,8 @@ def test_requirements_follow_the_srt_extra_and_leave_the_kernel_out(
 ])
 def test_pins_read_from_the_wheel(sglang_release: Callable[[str], Path], release: str,
                                   expected: dict[str, str]) -> None:
-    # expected values: the pins table of the research notes on sglang internals (shared/research/sglang_internals.md, sec. 2.2)
+    # expected values: the pins table of the research notes on sglang internals
+    # (shared/research/sglang_internals.md, sec. 2.2)
     got = run.pins(sglang_release(release))
     assert {k: got.get(k) for k in expected} == expected
 
