@@ -70,6 +70,20 @@ torch.cuda.get_device_name = lambda *a, **k: _props.name
 """
 
 
+IMPORT_EACH = FAKE_CUDA + """
+import importlib, json
+results = {}
+for name in MODULES:
+    try:
+        importlib.import_module(name)
+        results[name] = "ok"
+    except BaseException as exc:
+        results[name] = f"{type(exc).__name__}: {exc}"
+"""
+"""Program start for serving-graph tests: with CUDA faked, import each module of the list
+that replaces ``MODULES``; ``results[name]`` is "ok" or the error."""
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """The current environment without any SGLANG_SHIMS_* setting or PYTHONPATH."""
     env = {k: v for k, v in os.environ.items()

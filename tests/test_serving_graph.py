@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import pytest
 
-from .conftest import FAKE_CUDA, Result, need, run_python
+from .conftest import IMPORT_EACH, Result, need, run_python
 
 pytestmark = pytest.mark.wheels
 
@@ -45,15 +45,7 @@ SERVING_GRAPH = [
     "sglang.srt.models.qwen3_moe",
 ]
 
-IMPORT_ALL = FAKE_CUDA + """
-import importlib, json, traceback
-results = {}
-for name in MODULES:
-    try:
-        importlib.import_module(name)
-        results[name] = "ok"
-    except BaseException as exc:
-        results[name] = f"{type(exc).__name__}: {exc}"
+IMPORT_ALL = IMPORT_EACH + """
 import sglang_shims
 import sglang.srt.utils as utils
 states = {k: v["state"] for k, v in sglang_shims.status().items()}
