@@ -40,10 +40,8 @@ it Triton compiling each kernel variant once.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -56,6 +54,8 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the kernel 
 from sglang_shims import kernels as K  # noqa: E402
 from sglang_shims.kernels import _norm  # noqa: E402
 
+from ._triton import load_triton  # noqa: E402
+
 HAS_CUDA = torch.cuda.is_available()
 REPO = Path(__file__).resolve().parent.parent
 
@@ -63,44 +63,9 @@ REPO = Path(__file__).resolve().parent.parent
 KERNEL_MODULES = ("_norm_kernels", "_activation_kernels", "_rope_kernels", "_moe_kernels")
 
 
-def _load_triton() -> str:
-    """Import Triton and our kernel modules so that this machine can run them.
-
-    Returns "" when that worked, else why the Triton tests are skipped (triton missing or
-    broken: a failure in CI, see tests/_ci_skips.py).  An error in our kernel modules is
-    raised, so it fails the run instead of skipping 123 tests.  Without a GPU
-    the kernels must run under Triton's interpreter, which Triton picks when a
-    ``@triton.jit`` function is defined, its own library included: so on CPU,
-    ``TRITON_INTERPRET=1`` is set while importing, then restored (the tests that run
-    the kernels set it again, and the ops read it at each call to pick the path).
-    """
-    old = os.environ.get("TRITON_INTERPRET")
-    if not HAS_CUDA:
-        if "triton" in sys.modules and old != "1":
-            import triton.language as tl
-
-            if type(tl.sum).__name__ != "InterpretedFunction":
-                return ("triton was imported in this process before TRITON_INTERPRET=1 could be "
-                        "set, so its kernels cannot run on CPU here; run this module alone")
-        os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        try:
-            importlib.import_module("triton")
-        except Exception as e:  # a third-party absence: a skip (a failure in CI)
-            return (f"triton is not importable here ({type(e).__name__}: {e}): the Triton "
-                    "kernels cannot run (the torch path is still tested)")
-        # Our own code: any error importing it is a bug and fails collection, never a skip.
-        for name in KERNEL_MODULES:
-            importlib.import_module(f"sglang_shims.kernels.{name}")
-    finally:
-        if old is None:
-            os.environ.pop("TRITON_INTERPRET", None)
-        else:
-            os.environ["TRITON_INTERPRET"] = old
-    return ""
 
 
-NO_TRITON = _load_triton()
+NO_TRITON = load_triton(KERNEL_MODULES, HAS_CUDA)
 HAS_TRITON = not NO_TRITON
 NO_CUDA = "no CUDA GPU: compiled-kernel tests need one"
 

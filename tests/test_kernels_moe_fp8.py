@@ -21,9 +21,6 @@ wheel scans of ``test_opset_data_matches_the_wheels`` (marker ``wheels``).
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -32,42 +29,16 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the kernel 
 
 from sglang_shims import kernels as K  # noqa: E402
 
+from ._triton import load_triton  # noqa: E402
+
 HAS_CUDA = torch.cuda.is_available()
 FP8 = torch.float8_e4m3fn
 KERNEL_MODULES = ("_moe_align_kernels", "_fp8_kernels")
 
 
-def _load_triton() -> str:
-    """Import Triton and our kernel modules so this machine can run them ("" when it can).
-
-    On CPU the kernels must be defined under ``TRITON_INTERPRET=1`` (Triton picks the
-    interpreter when a ``@triton.jit`` function is defined), so it is set while importing.
-    """
-    old = os.environ.get("TRITON_INTERPRET")
-    if not HAS_CUDA:
-        if "triton" in sys.modules and old != "1":
-            import triton.language as tl
-
-            if type(tl.sum).__name__ != "InterpretedFunction":
-                return ("triton was imported in this process before TRITON_INTERPRET=1 could be "
-                        "set, so its kernels cannot run on CPU here; run this module alone")
-        os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        try:
-            importlib.import_module("triton")
-        except Exception as e:  # a third-party absence: a skip (a failure in CI)
-            return f"triton is not importable here ({type(e).__name__}: {e})"
-        for name in KERNEL_MODULES:  # our own code: an error here fails the run
-            importlib.import_module(f"sglang_shims.kernels.{name}")
-    finally:
-        if old is None:
-            os.environ.pop("TRITON_INTERPRET", None)
-        else:
-            os.environ["TRITON_INTERPRET"] = old
-    return ""
 
 
-NO_TRITON = _load_triton()
+NO_TRITON = load_triton(KERNEL_MODULES, HAS_CUDA)
 BACKENDS = ["torch", pytest.param("triton", marks=pytest.mark.skipif(bool(NO_TRITON),
                                                                      reason=NO_TRITON))]
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
