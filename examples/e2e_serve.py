@@ -82,8 +82,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def build_assets(work: Path) -> dict[str, Any]:
-    """Tokenizer + Qwen3 + Llama with random weights, saved with save_pretrained."""
+def build_assets(work: Path, speed_shape: str = "") -> dict[str, Any]:
+    """Tokenizer + Qwen3 + Llama with random weights, saved with save_pretrained.
+
+    ``speed_shape`` ("HIDDEN,LAYERS,INTERMEDIATE,HEADS,KV_HEADS,HEAD_DIM") adds a third,
+    larger Qwen3 saved in bfloat16 that only the speed runs use: on the small model a decode
+    step is bound by sglang's host-side loop, and the kernels' speed does not show."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import (
@@ -117,6 +121,18 @@ def build_assets(work: Path) -> dict[str, Any]:
         model.save_pretrained(folder, safe_serialization=True)
         fast.save_pretrained(folder)
         out[name] = folder
+    if speed_shape:
+        hidden, layers, inter, heads, kv, head_dim = (int(x) for x in speed_shape.split(","))
+        torch.manual_seed(1234)
+        big = dict(common, hidden_size=hidden, num_hidden_layers=layers,
+                   intermediate_size=inter, num_attention_heads=heads,
+                   num_key_value_heads=kv, head_dim=head_dim, torch_dtype="bfloat16",
+                   initializer_range=0.02)
+        model = Qwen3ForCausalLM(Qwen3Config(**big)).to(torch.bfloat16)
+        folder = work / "qwen3-speed"
+        model.save_pretrained(folder, safe_serialization=True)
+        fast.save_pretrained(folder)
+        out["qwen3-speed"] = folder
     prompts = [fast.encode(CORPUS[i * 23:i * 23 + 40 + 7 * i]) for i in range(8)]
     return {"models": out, "prompts": prompts, "vocab": vocab}
 
@@ -486,6 +502,11 @@ def main() -> int:
     parser.add_argument("--decode", type=int, default=128, help="tokens per throughput run")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--long-prompt", type=int, default=3000, help="TTFT prompt tokens")
+    parser.add_argument("--speed-model", default="",
+                        help="shape of a separate bf16 Qwen3 for the speed runs:"
+                             " HIDDEN,LAYERS,INTERMEDIATE,HEADS,KV_HEADS,HEAD_DIM"
+                             " (e.g. 2048,28,6144,16,8,128, Qwen3-1.7B's); default: the"
+                             " correctness model")
     parser.add_argument("--cuda-graphs", action="store_true",
                         help="speed runs with sglang's decode CUDA graphs (up to the largest"
                              " batch)")
@@ -494,7 +515,7 @@ def main() -> int:
     import torch
 
     work_dir = Path(tempfile.mkdtemp(prefix="sglang-shims-e2e-"))
-    assets = build_assets(work_dir)
+    assets = build_assets(work_dir, args.speed_model)
     prompts = assets["prompts"]
     results: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"), "gpu": torch.cuda.get_device_name(0),
@@ -573,12 +594,14 @@ def main() -> int:
         if tier == "torch":
             env["SGLANG_SHIMS_KERNEL_BACKEND"] = "torch"
         key = f"speed-{mode}-{tier}"
-        run = speed(key, plain, assets["models"]["qwen3"], args.out, env,
+        run = speed(key, plain, assets["models"].get("qwen3-speed", assets["models"]["qwen3"]),
+                    args.out, env,
                     server_flags(args.attention_backend, args.cuda_graphs, sglang,
                                  max_bs=max(batches), speed_log=True),
                     prompts, batches, args.decode, args.reps, args.long_prompt,
                     assets["vocab"])
         run["cuda_graphs"] = args.cuda_graphs
+        run["model_shape"] = args.speed_model or "correctness model"
         results[key] = run
         print(json.dumps({key: run}), flush=True)
         save(args.out, results)
