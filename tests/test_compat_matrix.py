@@ -61,6 +61,54 @@ def test_pins_read_from_the_wheel(sglang_release: Callable[[str], Path], release
     assert {k: got.get(k) for k in expected} == expected
 
 
+# The resolver's words, as uv printed them in the matrix runs of sglang 0.5.20 (newest
+# transformers 5) and 0.5.18 (pinned): a tokenizers pin below what transformers needs, and
+# cuda-tile's PyPI placeholder that only downloads from NVIDIA's index.
+TOKENIZERS_CONFLICT = (
+    "uv pip compile: error: No solution found when resolving dependencies\n  cause: Because"
+    " transformers>=5.24.0 depends on tokenizers>=0.23.1,<0.24.0 and you require"
+    " tokenizers==0.22.2, we can conclude that your requirements and transformers>=5.24.0 are"
+    " incompatible.")
+CUDA_TILE_PLACEHOLDER = (
+    "this package via\n         ```\n         $ pip install --extra-index-url"
+    " https://pypi.nvidia.com/ cuda-tile\n         ```\n\nhint: Build failures usually"
+    " indicate a problem with the package or the build environment")
+
+
+@pytest.mark.parametrize(("error", "done", "expected"), [
+    (TOKENIZERS_CONFLICT, [], ["tokenizers>=0.23.1,<0.24.0"]),
+    (CUDA_TILE_PLACEHOLDER, [], ['cuda-tile; sys_platform == "never"']),
+    (CUDA_TILE_PLACEHOLDER, ['cuda-tile; sys_platform == "never"'], []),  # no endless retry
+    ("uv pip compile: error: No solution found: you require numpy==1.0 and numpy==2.0", [],
+     []),  # an unknown conflict stays an environment error
+])
+def test_pins_replaced_answer_the_resolver(error: str, done: list[str],
+                                           expected: list[str]) -> None:
+    assert run.replacements(error, done) == expected
+
+
+def test_page_says_a_left_out_package_in_words() -> None:
+    assert render._replaced('cuda-tile; sys_platform == "never"') == "`cuda-tile` left out"
+    assert render._replaced("cuda-python>=13") == "`cuda-python>=13`"
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("release", ["0.5.18", "0.5.22"])
+def test_left_out_cuda_tile_is_not_imported_by_sglang(
+        release: str, sglang_release: Callable[[str], Path]) -> None:
+    """The run leaves cuda-tile out (see RELAX): honest only while no sglang module of the
+    releases that pin it imports ``cuda.tile``."""
+    import re
+
+    root = sglang_release(release)
+    assert "cuda-tile" in {r.name for r in run.requirements(root)}
+    importer = re.compile(r"^\s*(import cuda\.tile|from cuda\.tile|from cuda import .*\btile\b)",
+                          re.M)
+    found = [str(p.relative_to(root)) for p in (root / "sglang").rglob("*.py")
+             if importer.search(p.read_text(encoding="utf-8", errors="replace"))]
+    assert found == []
+
+
 def _cell(tf: str, kernel: str, mode: str, **fields: Any) -> dict[str, Any]:
     return {"transformers": tf, "kernel": kernel, "mode": mode, **fields}
 

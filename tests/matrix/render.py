@@ -16,7 +16,7 @@ from typing import Any
 from sglang_shims.cli.doctor.tested import tidy
 
 from ..conftest import REPO
-from .run import DATA, load
+from .run import DATA, RELAX, load
 
 MD = REPO / "docs" / "compatibility.md"
 SVG = REPO / "docs" / "compatibility.svg"
@@ -66,6 +66,14 @@ def why(cell: dict[str, Any]) -> str:
     model = cell.get("model") or {}
     return f"model check: {model.get('error')}" + (f" ({model['at']})" if model.get("at")
                                                    else "")
+
+
+def _replaced(override: str) -> str:
+    """An override as the page says it: a requirement, or a package the run left out."""
+    name, _, marker = override.partition(";")
+    if "never" in marker:
+        return f"`{name.strip()}` left out"
+    return f"`{override}`"
 
 
 def _md_escape(text: str) -> str:
@@ -130,10 +138,12 @@ def markdown(data: dict[str, Any]) -> str:
                      f"{v.get('sglang_shims_commit', '?')} | "
                      f"{p.get('torch', '-')}, {p.get('transformers', '-')}, "
                      f"{p.get('kernel_dist', '')} {p.get('kernel', '-')} | "
-                     f"{', '.join(f'`{r}`' for r in relaxed) or '-'} | "
+                     f"{', '.join(map(_replaced, relaxed)) or '-'} | "
                      f"{entry['seconds'] / 60:.1f} |")
     lines += ["", "*Pins replaced*: a pin of the release that cannot be installed beside"
-              " today's torch (the resolver's conflict), replaced for the run."]
+              " today's torch or from the run machine, replaced for the run (the resolver's"
+              " complaint decides):", ""]
+    lines += [f"- {what}: {why}." for _complaint, _override, what, why in RELAX]
     if releases:
         mean = sum(e["seconds"] for e in releases.values()) / len(releases) / 60
         lines += ["", f"One release takes {mean:.0f} minutes on average on the 2-core machine"

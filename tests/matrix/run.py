@@ -61,10 +61,24 @@ SPREAD = ("0.5.1", "0.5.5", "0.5.9", "0.5.13", "0.5.17", "0.5.23")
 LEFT_OUT = frozenset(canonicalize_name(n) for n in (
     "sglang", "sgl-kernel", "sglang-kernel", "flashinfer-cubin", "flashinfer-jit-cache",
     "torch", "torchvision", "torchaudio", "triton"))
-# Pins of a release that cannot be installed beside today's torch, and what the matrix
-# installs instead (the resolver says so; recorded per release as "relaxed").
-RELAX = {"cuda-python": "cuda-python>=13",  # 12.9 needs cuda-bindings 12; torch 2.14: 13
-         }
+# Pins of a release that cannot be installed beside today's torch or from this machine, and
+# what the matrix installs instead: (the resolver's complaint, the override uv gets -- ``\1``
+# is taken from the complaint --, the page's words for it, why).  Recorded per release as
+# "relaxed" (the page's "pins replaced").
+RELAX: list[tuple[str, str, str, str]] = [
+    (r"cuda-python", "cuda-python>=13", "`cuda-python>=13`",
+     "cuda-python 12.9 needs cuda-bindings 12; today's torch needs 13"),
+    (r"depends on (tokenizers[^\s]+) and you require tokenizers==", r"\1",
+     "`tokenizers` as transformers asks",
+     "the release pins a tokenizers older than the one the newest transformers 5 needs;"
+     " the run installs the one transformers asks for"),
+    (r"pypi\.nvidia\.com/?\s+cuda-tile", 'cuda-tile; sys_platform == "never"',
+     "`cuda-tile` left out",
+     "cuda-tile (cuTile) is published on NVIDIA's index only (PyPI holds a placeholder that"
+     " fails to build) and that index cannot be reached from the run machine; no sglang"
+     " module of these releases imports cuda.tile, so the run leaves it out"),
+]
+NVIDIA_INDEX = "https://pypi.nvidia.com"  # tried first for what only NVIDIA publishes
 KEPT = ("torch", "torchvision", "triton")  # overridden to this environment's versions
 TIMEOUT = 900
 TREE = [REPO]  # the checkout whose sglang_shims the cells run (--tree: a clean snapshot)
@@ -144,20 +158,34 @@ def overlay(release: str, root: Path, transformers: str | None) -> Path:
     overrides = [f"{name}=={here[name].split('+')[0]}" for name in KEPT if name in here]
     overrides += [f"transformers=={transformers}"] if transformers else []
     relaxed: list[str] = []
-    while True:
+    index: list[str] = []
+    while True:  # resolve and install; a known complaint gets its replacement, then again
         (work / "overrides.txt").write_text("".join(f"{o}\n" for o in overrides + relaxed),
                                             encoding="utf-8")
         try:
-            _uv("pip", "compile", "--python", sys.executable, "--quiet", "--no-header",
-                "--override", work / "overrides.txt", work / "requirements.in",
-                "-o", work / "lock.txt")
+            _install(work, index, here)
             break
         except RuntimeError as exc:
-            more = [v for k, v in RELAX.items() if k in str(exc) and v not in relaxed]
+            if NVIDIA_INDEX in str(exc) and not index and _reachable(NVIDIA_INDEX):
+                index = ["--extra-index-url", NVIDIA_INDEX]  # where the package lives
+                continue
+            more = replacements(str(exc), relaxed)
             if not more:
+                shutil.rmtree(work, ignore_errors=True)
                 raise
             relaxed += more
     (work / "relaxed.txt").write_text("".join(f"{r}\n" for r in relaxed), encoding="utf-8")
+    (work / ".complete").write_text(release, encoding="utf-8")
+    shutil.rmtree(dest, ignore_errors=True)
+    work.rename(dest)
+    return dest
+
+
+def _install(work: Path, index: list[str], here: dict[str, str]) -> None:
+    """Resolve ``requirements.in`` with ``overrides.txt``; install what differs from here."""
+    shutil.rmtree(work / "site", ignore_errors=True)
+    _uv("pip", "compile", "--python", sys.executable, "--quiet", "--no-header", *index,
+        "--override", work / "overrides.txt", work / "requirements.in", "-o", work / "lock.txt")
     wanted = {}
     for line in (work / "lock.txt").read_text(encoding="utf-8").splitlines():
         match = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s;]+)", line)
@@ -167,12 +195,28 @@ def overlay(release: str, root: Path, transformers: str | None) -> Path:
                   if n not in LEFT_OUT and here.get(n) != v)
     (work / "installed.txt").write_text("".join(f"{t}\n" for t in todo), encoding="utf-8")
     if todo:
-        _uv("pip", "install", "--python", sys.executable, "--quiet", "--no-deps",
+        _uv("pip", "install", "--python", sys.executable, "--quiet", "--no-deps", *index,
             "--target", work / "site", "-r", work / "installed.txt")
-    (work / ".complete").write_text(release, encoding="utf-8")
-    shutil.rmtree(dest, ignore_errors=True)
-    work.rename(dest)
-    return dest
+
+
+def replacements(error: str, done: list[str]) -> list[str]:
+    """The overrides of :data:`RELAX` that answer the resolver's ``error`` (not yet made)."""
+    out = []
+    for complaint, override, _what, _why in RELAX:
+        match = re.search(complaint, error)
+        if match:
+            line = match.expand(override)
+            if line not in done and line not in out:
+                out.append(line)
+    return out
+
+
+def _reachable(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=20):
+            return True
+    except OSError:
+        return False
 
 
 def _uv_bin() -> str:
@@ -259,7 +303,7 @@ def run_release(release: str, transformers5: str, scratch: Path, jobs: int,
                     entry["cells"].append({"transformers": flavour, "kernel": kernel,
                                            "mode": mode, "env_error": str(exc)[-600:]})
             continue
-        relaxed = (extra / "relaxed.txt").read_text(encoding="utf-8").split()
+        relaxed = (extra / "relaxed.txt").read_text(encoding="utf-8").splitlines()
         if relaxed:
             entry.setdefault("relaxed", {})[flavour] = relaxed
         for kernel, folder in situations.items():
