@@ -109,6 +109,32 @@ def test_left_out_cuda_tile_is_not_imported_by_sglang(
     assert found == []
 
 
+def _run_entry(harness: str, **fields: Any) -> dict[str, Any]:
+    return {"date": "2026-12-01", "versions": {"harness": harness,
+                                               "sglang_shims_commit": "abc1234"},
+            "kernels": {"pinned": "0.3.5", "newer": "0.4.10"},
+            "cells": [{"transformers": "pinned", "kernel": "none", "mode": "stock",
+                       "graph": {"ok": False}},
+                      {"transformers": "newest5", "kernel": "none", "mode": "stock",
+                       "env_error": "uv pip compile: no solution"}], **fields}
+
+
+def test_shims_only_rerun_keeps_stock_cells_only_from_the_same_harness() -> None:
+    new = {"kernels": {"pinned": "0.3.5", "newer": "0.4.10"}, "cells": []}
+    cell = {"transformers": "pinned", "kernel": "none", "mode": "stock"}
+    kept = run._keepable(_run_entry(run.harness()), new, cell)
+    assert kept is not None and kept["graph"] == {"ok": False}
+    assert kept["kept_from"] == "2026-12-01 abc1234"
+    assert run._keepable(_run_entry("0123456789ab"), new, cell) is None  # other probe
+    assert run._keepable(None, new, cell) is None
+    other_kernels = {"kernels": {"pinned": "0.3.5", "newer": "0.4.11"}, "cells": []}
+    assert run._keepable(_run_entry(run.harness()), other_kernels, cell) is None
+    replaced = _run_entry(run.harness(), relaxed={"pinned": ["cuda-python>=13"]})
+    assert run._keepable(replaced, new, cell) is None  # another environment
+    env = {"transformers": "newest5", "kernel": "none", "mode": "stock"}
+    assert run._keepable(_run_entry(run.harness()), new, env) is None  # never an env error
+
+
 def _cell(tf: str, kernel: str, mode: str, **fields: Any) -> dict[str, Any]:
     return {"transformers": tf, "kernel": kernel, "mode": mode, **fields}
 

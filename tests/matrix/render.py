@@ -68,6 +68,12 @@ def why(cell: dict[str, Any]) -> str:
                                                    else "")
 
 
+def _kept(entry: dict[str, Any]) -> str:
+    """Where stock cells were kept from an earlier run (``run --modes shims``)."""
+    kept = sorted({c["kept_from"] for c in entry["cells"] if "kept_from" in c})
+    return f" (stock cells of {', '.join(kept)})" if kept else ""
+
+
 def _replaced(override: str) -> str:
     """An override as the page says it: a requirement, or a package the run left out."""
     name, _, marker = override.partition(";")
@@ -135,7 +141,7 @@ def markdown(data: dict[str, Any]) -> str:
         v, p = entry["versions"], entry["pins"]
         relaxed = sorted({r for rs in entry.get("relaxed", {}).values() for r in rs})
         lines.append(f"| {release} | {entry['date']} | {v['torch']} | {v['python']} | "
-                     f"{v.get('sglang_shims_commit', '?')} | "
+                     f"{v.get('sglang_shims_commit', '?')}{_kept(entry)} | "
                      f"{p.get('torch', '-')}, {p.get('transformers', '-')}, "
                      f"{p.get('kernel_dist', '')} {p.get('kernel', '-')} | "
                      f"{', '.join(map(_replaced, relaxed)) or '-'} | "

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import datetime
+import hashlib
 import json
 import os
 import re
@@ -285,7 +286,10 @@ def run_cell(paths: list[Path], shims: bool, model: bool) -> dict[str, Any]:
 
 
 def run_release(release: str, transformers5: str, scratch: Path, jobs: int,
-                log: Any = print) -> dict[str, Any]:
+                log: Any = print, modes: tuple[str, ...] = ("stock", "shims"),
+                old: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every cell of ``release``; a mode left out of ``modes`` is kept from ``old`` where
+    :func:`_keepable` allows (else it runs too)."""
     start = time.monotonic()
     root = wheels.unpack("sglang", release)
     pinned = pins(root)
@@ -313,6 +317,10 @@ def run_release(release: str, transformers5: str, scratch: Path, jobs: int,
                     cell["not_run"] = folder
                     entry["cells"].append(cell)
                     continue
+                kept = None if mode in modes else _keepable(old, entry, cell)
+                if kept is not None:
+                    entry["cells"].append(kept)
+                    continue
                 paths = [extra / "site", root, *([folder] if folder else [])]
                 tasks.append((cell, paths, mode == "shims", kernel == "none"))
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -330,6 +338,44 @@ def run_release(release: str, transformers5: str, scratch: Path, jobs: int,
                                        order[c["mode"]]))
     entry["seconds"] = round(time.monotonic() - start, 1)
     return entry
+
+
+def _keepable(old: dict[str, Any] | None, entry: dict[str, Any],
+              cell: dict[str, Any]) -> dict[str, Any] | None:
+    """``cell`` as ``old`` recorded it, when that run saw the same thing this one would.
+
+    Only for modes the shims do not touch (stock: no activation, so the shims' commit does
+    not matter): the same harness (probe, fake CUDA, stand-in builder and its data), the same
+    kernels and the same pins replaced; never an environment error.  The kept cell says
+    where it comes from (``kept_from``)."""
+    if not old or old.get("versions", {}).get("harness") != harness() or \
+            old.get("kernels") != entry["kernels"] or \
+            old.get("relaxed", {}).get(cell["transformers"]) != \
+            entry.get("relaxed", {}).get(cell["transformers"]):
+        return None
+    for previous in old["cells"]:
+        if all(previous[k] == cell[k] for k in ("transformers", "kernel", "mode")):
+            if "env_error" in previous or "not_run" in previous:
+                return None
+            kept: dict[str, Any] = dict(previous)
+            kept.setdefault("kept_from", f"{old['date']} "
+                            f"{old['versions'].get('sglang_shims_commit', '?')}")
+            return kept
+    return None
+
+
+def harness() -> str:
+    """A digest of what decides a cell besides sglang, its environment and the shims."""
+    repo = REPO
+    digest = hashlib.sha256()
+    for text in (PROBE.read_text(encoding="utf-8"), FAKE_CUDA, ACTIVATE):
+        digest.update(text.encode())
+    kernels = repo / "sglang_shims" / "kernels"
+    for path in (Path(standin.__file__), kernels / "_provider.py",
+                 kernels / "data" / "sgl_kernel_exports.json",
+                 repo / "sglang_shims" / "testing" / "wheels.py"):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 _CPU_ONLY = re.compile(r"Could not run '(sglang::\w+)' with arguments from the 'CPU' backend")
@@ -390,7 +436,7 @@ def _versions() -> dict[str, str]:
         commit += "+uncommitted"
     return {"python": sys.version.split()[0], "torch": here.get("torch", ""),
             "triton": here.get("triton", ""), "transformers_base": here.get("transformers", ""),
-            "sglang_shims_commit": commit, "uv": _uv_version()}
+            "sglang_shims_commit": commit, "uv": _uv_version(), "harness": harness()}
 
 
 def _uv_version() -> str:
@@ -421,7 +467,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", type=Path, default=REPO,
                         help="checkout whose sglang_shims the cells run (e.g. a `git worktree`"
                         " of HEAD, so that edits in progress do not leak into the results)")
+    parser.add_argument("--modes", default="stock,shims",
+                        help="'shims' reruns only the shims cells and keeps the stock cells"
+                        " of the last run where it saw the same harness and environment")
     args = parser.parse_args(argv)
+    modes = tuple(args.modes.split(","))
     TREE[0] = args.tree.resolve()
     everything = releases()
     if args.releases == "spread":
@@ -434,17 +484,19 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"not releases in {FIRST}..{LAST}: {', '.join(unknown)}")
     transformers5 = newest_transformers5()
-    data = load(args.out)
-    data["index"] = {"releases": everything, "transformers5": transformers5}
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="sglang-matrix-") as scratch:
         for release in chosen:
             print(f"sglang {release}", flush=True)
+            old = load(args.out)["releases"].get(release)
             entry = run_release(release, transformers5, Path(scratch), args.jobs,
-                                log=lambda line: print(line, flush=True))
+                                log=lambda line: print(line, flush=True), modes=modes,
+                                old=old)
             entry["date"] = datetime.date.today().isoformat()
             entry["versions"] = _versions() | {"transformers5": transformers5}
+            data = load(args.out)  # read again: the file may have moved on meanwhile
+            data["index"] = {"releases": everything, "transformers5": transformers5}
             data["releases"][release] = entry
             save(data, args.out)
             print(f"  {release}: {entry['seconds']} s", flush=True)
