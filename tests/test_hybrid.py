@@ -40,7 +40,8 @@ OUR_OPS = {"rmsnorm", "fused_add_rmsnorm", "gemma_rmsnorm", "gemma_fused_add_rms
            # issue 17: MoE alignment/reduction and FP8 activation quantisation
            "moe_align_block_size", "moe_sum", "moe_sum_reduce",
            "sgl_per_token_group_quant_fp8", "sgl_per_token_group_quant_8bit",
-           "sgl_per_token_quant_fp8", "sgl_per_tensor_quant_fp8"}
+           "sgl_per_token_quant_fp8", "sgl_per_tensor_quant_fp8",
+           "fp8_scaled_mm", "fp8_blockwise_scaled_mm", "moe_fused_gate"}
 # sgl_kernel_history.md 3.1: re-exported from 0.4.3 on MUSA builds only; a CUDA build lacks them
 MUSA_ONLY_FROM_040 = ("min_p_sampling_from_probs", "top_k_top_p_sampling_from_probs")
 
@@ -154,12 +155,13 @@ def test_sglang_051_on_sglang_kernel_045() -> None:
     table = {k: v.split(":")[0] for k, v in ctx.details["kernel_ops"].items()
              if v != "real kernel"}
     none = {"awq_marlin_moe_repack", "awq_marlin_repack", "cutlass_fp4_group_mm",
-            "cutlass_scaled_fp4_mm", "dsv3_router_gemm", "fp8_blockwise_scaled_mm",
-            "gptq_marlin_gemm", "gptq_marlin_repack", "moe_fused_gate",
+            "cutlass_scaled_fp4_mm", "dsv3_router_gemm",
+            "gptq_marlin_gemm", "gptq_marlin_repack",
             "scaled_fp4_experts_quant", "scaled_fp4_quant",
             "fused_marlin_moe", *MUSA_ONLY_FROM_040}
     assert table == {"apply_rope_with_cos_sin_cache_inplace": "adapter",
                      "FusedSetKVBufferArg": "ours", "sgl_per_tensor_quant_fp8": "ours",
+                     "fp8_blockwise_scaled_mm": "ours", "moe_fused_gate": "ours",
                      **dict.fromkeys(none, "none")}
     assert ctx.details["kernel_ops"]["rmsnorm"] == "real kernel"
 

@@ -599,6 +599,17 @@ SGL_SIGNATURES: dict[str, list[tuple[str, object]]] = {
     "sgl_per_token_quant_fp8": [("input", E), ("output_q", E), ("output_s", E)],
     "sgl_per_tensor_quant_fp8": [("input", E), ("output_q", E), ("output_s", E),
                                  ("is_static", E)],
+    "fp8_scaled_mm": [("mat_a", E), ("mat_b", E), ("scales_a", E), ("scales_b", E),
+                      ("out_dtype", E), ("bias", None)],
+    "fp8_blockwise_scaled_mm": [("mat_a", E), ("mat_b", E), ("scales_a", E), ("scales_b", E),
+                                ("out_dtype", E)],
+    # sgl-kernel 0.3.x's order; the two keywords newer kernels take (sglang 0.5.16+ passes
+    # them by name) come last, keyword-only
+    "moe_fused_gate": [("input_tensor", E), ("bias", E), ("num_expert_group", E),
+                       ("topk_group", E), ("topk", E), ("num_fused_shared_experts", 0),
+                       ("routed_scaling_factor", 0),
+                       ("apply_routed_scaling_factor_on_output", False),
+                       ("renormalize", True), ("scoring_func", "sigmoid")],
 }
 
 

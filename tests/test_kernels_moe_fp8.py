@@ -21,6 +21,8 @@ wheel scans of ``test_opset_data_matches_the_wheels`` (marker ``wheels``).
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -33,9 +35,7 @@ from ._triton import load_triton  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
 FP8 = torch.float8_e4m3fn
-KERNEL_MODULES = ("_moe_align_kernels", "_fp8_kernels")
-
-
+KERNEL_MODULES = ("_moe_align_kernels", "_fp8_kernels", "_fp8_gemm_kernels")
 
 
 NO_TRITON = load_triton(KERNEL_MODULES, HAS_CUDA)
@@ -347,11 +347,266 @@ def test_fp8_rejects(dev: str) -> None:
         K.sgl_per_token_group_quant_fp8(x, q, s, 128, 1e-10, -127.0, 127.0)
 
 
+# ------------------------------------------------------------------ FP8 matmuls
+
+
+def _ulp(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The spacing of ``dtype`` values at each |v| (float64)."""
+    mant = {torch.bfloat16: 7, torch.float16: 10, torch.float32: 23}[dtype]
+    low = {torch.bfloat16: -126, torch.float16: -14, torch.float32: -126}[dtype]
+    e = torch.floor(torch.log2(v.abs().clamp_min(2.0**low)))
+    return torch.exp2(e - mant)
+
+
+def assert_matmul(out: torch.Tensor, ref: torch.Tensor, magnitude: torch.Tensor,
+                  dtype: torch.dtype) -> None:
+    """``out`` against the float64 ``ref``: within one ``dtype`` step (the rounding; Triton's
+    CPU interpreter truncates to bf16/fp16, so one step, not half) plus the fp32
+    accumulation bound ``2**-20 * sum|a*b|`` (``magnitude``; on a GPU ``2**-11``, since
+    Hopper's FP8 tensor cores accumulate with fewer bits)."""
+    assert out.dtype == dtype
+    got = out.double().cpu()
+    assert torch.isfinite(got).all(), "an element was not written"
+    slack = (2.0**-11 if HAS_CUDA else 2.0**-20) * magnitude.cpu()
+    err = (got - ref.cpu()).abs()
+    bound = _ulp(ref.cpu(), dtype) * 1.0001 + slack
+    assert (err <= bound).all(), f"max error {err.max().item():.3g} (bound there " \
+        f"{bound.flatten()[err.argmax()].item():.3g})"
+
+
+def _fp8_operand(gen: torch.Generator, rows: int, cols: int, dev: str) -> torch.Tensor:
+    return (torch.randn(rows, cols, generator=gen) * 8).to(FP8).to(dev)
+
+
+BF16, FP16 = torch.bfloat16, torch.float16
+MM_CASES = [  # M, N, K, out dtype, scales (activation-weight), bias
+    (1, 64, 128, BF16, "token-channel", True), (7, 200, 272, FP16, "token-channel", False),
+    (33, 128, 48, BF16, "tensor-channel", True), (130, 256, 384, FP16, "token-tensor", True),
+    (20, 96, 160, FP16, "tensor-tensor", False)]
+
+
+@pytest.mark.parametrize("case", MM_CASES, ids=lambda c: "m{}-n{}-k{}-{}-{}{}".format(
+    *c[:3], str(c[3])[6:], c[4], "-bias" if c[5] else ""))
+def test_fp8_scaled_mm(dev: str, gen: torch.Generator,
+                       case: tuple[int, int, int, torch.dtype, str, bool]) -> None:
+    """sglang's call: the [N, K] weight transposed (column-major), fp32 scales as [M, 1]
+    per token (or one per tensor) and [N] per channel (or one), bias of the out dtype."""
+    m, n, k, out_dtype, scales, with_bias = case
+    a, weight = _fp8_operand(gen, m, k, dev), _fp8_operand(gen, n, k, dev)
+    sa = (torch.rand(m if scales.startswith("token") else 1, 1, generator=gen) + 0.05) / 64
+    sb = (torch.rand(n if scales.endswith("channel") else 1, generator=gen) + 0.05) / 64
+    bias = (torch.randn(n, generator=gen) * 4).to(out_dtype).to(dev) if with_bias else None
+    out = K.fp8_scaled_mm(a, weight.t(), sa.to(dev), sb.to(dev), out_dtype, bias)
+    ad, wd = a.double().cpu(), weight.double().cpu()
+    scale = sa.double().view(-1, 1) * sb.double().view(1, -1)
+    ref = (ad @ wd.t()) * scale
+    if bias is not None:
+        ref += bias.double().cpu()
+    assert tuple(out.shape) == (m, n)
+    assert_matmul(out, ref, (ad.abs() @ wd.abs().t()) * scale, out_dtype)
+
+
+def _block_scales(gen: torch.Generator, rows: int, cols: int) -> torch.Tensor:
+    return (torch.rand(rows, cols, generator=gen) + 0.05) / 64
+
+
+BLOCK_CASES = [  # M, N, K, out dtype, layout of the activation scales
+    (1, 128, 128, BF16, "columns"), (5, 384, 256, FP16, "tma"), (33, 256, 384, BF16, "rows"),
+    (130, 200, 320, FP16, "columns")]
+
+
+@pytest.mark.parametrize("case", BLOCK_CASES, ids=lambda c: "m{}-n{}-k{}-{}-{}".format(
+    *c[:3], str(c[3])[6:], c[4]))
+def test_fp8_blockwise_scaled_mm(dev: str, gen: torch.Generator,
+                                 case: tuple[int, int, int, torch.dtype, str]) -> None:
+    """sglang's call: ``(q, weight.T, x_scale, weight_scale.T)`` with ``x_scale`` [M, K/128]
+    column-major (or TMA-padded, or row-major) and the weight's [N/128, K/128] scales."""
+    m, n, k, out_dtype, layout = case
+    kb, nb = -(-k // 128), -(-n // 128)
+    a, weight = _fp8_operand(gen, m, k, dev), _fp8_operand(gen, n, k, dev)
+    sa = _block_scales(gen, m, kb)
+    if layout == "rows":
+        x_scale = sa.to(dev)
+    else:
+        padded = m if layout == "columns" else -(-m // 4) * 4
+        x_scale = torch.full((kb, padded), float("nan"), device=dev).t()[:m]
+        x_scale.copy_(sa)
+    sw = _block_scales(gen, nb, kb)
+    out = K.fp8_blockwise_scaled_mm(a, weight.t(), x_scale, sw.to(dev).t(), out_dtype)
+    a_deq = a.double().cpu() * sa.double().repeat_interleave(128, 1)[:, :k]
+    w_full = sw.double().repeat_interleave(128, 0).repeat_interleave(128, 1)[:n, :k]
+    w_deq = weight.double().cpu() * w_full
+    assert tuple(out.shape) == (m, n)
+    assert_matmul(out, a_deq @ w_deq.t(), a_deq.abs() @ w_deq.abs().t(), out_dtype)
+
+
+def test_fp8_blockwise_routes_to_sglangs_triton(gen: torch.Generator,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CUDA, with sglang's fp8_kernel imported, its w8a8_block_fp8_matmul_triton gets the
+    weight and its scales back as [N, K] and [N/128, K/128] views (no copy), block
+    [128, 128] and the out dtype; on CPU, or without that module, ours runs."""
+    import types
+
+    from sglang_shims.kernels import _fp8_gemm
+
+    calls: list[tuple[object, ...]] = []
+
+    def fake(a: torch.Tensor, b: torch.Tensor, a_s: torch.Tensor, b_s: torch.Tensor,
+             block: list[int], output_dtype: torch.dtype) -> torch.Tensor:
+        calls.append((a, b, a_s, b_s, block, output_dtype))
+        return torch.zeros(a.shape[0], b.shape[0], dtype=output_dtype)
+
+    module = types.ModuleType(_fp8_gemm.SGLANG_FP8_KERNEL[1])
+    module.w8a8_block_fp8_matmul_triton = fake  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    a, weight = _fp8_operand(gen, 3, 256, "cpu"), _fp8_operand(gen, 128, 256, "cpu")
+    x_scale, w_scale = _block_scales(gen, 3, 2), _block_scales(gen, 1, 2)
+    monkeypatch.delenv("SGLANG_SHIMS_KERNEL_BACKEND", raising=False)
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda t: True))
+    monkeypatch.setattr(_fp8_gemm, "use_triton", lambda t: True)
+    out = K.fp8_blockwise_scaled_mm(a, weight.t(), x_scale, w_scale.t(), torch.bfloat16)
+    assert len(calls) == 1 and out.dtype == torch.bfloat16
+    got_a, got_b, got_as, got_bs, block, dtype = calls[0]
+    assert got_a is a and got_as is x_scale and block == [128, 128] and dtype == torch.bfloat16
+    assert isinstance(got_b, torch.Tensor) and isinstance(got_bs, torch.Tensor)
+    assert got_b.data_ptr() == weight.data_ptr() and tuple(got_b.shape) == (128, 256)
+    assert got_b.is_contiguous() and tuple(got_bs.shape) == (1, 2)
+    assert got_bs.data_ptr() == w_scale.data_ptr()
+    monkeypatch.setitem(sys.modules, module.__name__, types.ModuleType(module.__name__))
+    monkeypatch.setattr(_fp8_gemm, "use_triton", lambda t: False)
+    K.fp8_blockwise_scaled_mm(a, weight.t(), x_scale, w_scale.t(), torch.bfloat16)
+    assert len(calls) == 1, "sglang's kernel was called on the plain-torch path"
+
+
+def test_fp8_matmul_rejects(dev: str) -> None:
+    a = torch.zeros(4, 128, device=dev).to(FP8)
+    w = torch.zeros(256, 128, device=dev).to(FP8)
+    s4, s256 = torch.ones(4, device=dev), torch.ones(256, device=dev)
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
+        K.fp8_scaled_mm(a.float(), w.t(), s4, s256, torch.bfloat16)
+    with pytest.raises(ValueError, match="cannot be multiplied"):
+        K.fp8_scaled_mm(a, w, s4, s256, torch.bfloat16)
+    with pytest.raises(ValueError, match="scales_b must be float32 with 256"):
+        K.fp8_scaled_mm(a, w.t(), s4, s4, torch.bfloat16)
+    with pytest.raises(ValueError, match="bias must have 256"):
+        K.fp8_scaled_mm(a, w.t(), s4, s256, torch.bfloat16, torch.zeros(256, device=dev))
+    with pytest.raises(TypeError, match="out_dtype"):
+        K.fp8_scaled_mm(a, w.t(), s4, s256, torch.int32)
+    with pytest.raises(ValueError, match=r"scales_b must be float32 \[1, 2\]"):
+        K.fp8_blockwise_scaled_mm(a, w.t(), torch.ones(4, 1, device=dev),
+                                  torch.ones(2, 1, device=dev), torch.bfloat16)
+
+
+# ------------------------------------------------------------------ moe_fused_gate
+
+
+def ref_fused_gate(x: list[float], bias: list[float], groups: int, topk_group: int, topk: int,
+                   shared: int, factor: float, scale_output: bool
+                   ) -> tuple[list[float], list[int]]:
+    """One row, in float64 and plain Python, from the rules in _moe_gate's docstring."""
+    s = [1 / (1 + math.exp(-v)) for v in x]
+    b = [si + bi for si, bi in zip(s, bias, strict=True)]
+    per = len(x) // groups
+    # the two largest of each group; a group of one adds -FLT_MAX (sgl-kernel's "none")
+    score = [sum([*sorted(b[g * per:(g + 1) * per], reverse=True), -FLT_MAX][:2])
+             for g in range(groups)]
+    kept = sorted(range(groups), key=lambda g: (-score[g], g))[:topk_group]
+    candidates = [e for e in range(len(x)) if e // per in kept]
+    ids = sorted(candidates, key=lambda e: (-b[e], e))[:topk - shared]
+    w = [s[e] for e in ids]
+    total = sum(w)
+    w += [total / factor] * shared
+    ids += [len(x) + i for i in range(shared)]
+    out = [v / total * (factor if scale_output else 1.0) for v in w]
+    return out, ids
+
+
+FLT_MAX = float(torch.finfo(torch.float32).max)
+
+
+GATE_CASES = [  # experts, groups, topk_group, topk, shared
+    (256, 8, 4, 8, 0), (256, 8, 4, 9, 1), (128, 4, 2, 6, 2), (64, 8, 3, 4, 0), (16, 16, 4, 2, 0)]
+
+
+def gate_data(experts: int, groups: int, tokens: int, seed: int
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits whose sigmoids are ``(p + 0.5) / E`` and a bias ``q / E + q * d`` (``p``, ``q``
+    permutations, ``d = 1 / (2 E^2)``): every biased score and group score then differs from
+    the others by at least ~1e-6, far above fp32's rounding, so the order is the same in
+    float64 and in the kernel's fp32.  The first seed from ``seed`` that achieves it."""
+    per = experts // groups
+    for attempt in range(seed, seed + 50):
+        gen = torch.Generator().manual_seed(attempt)
+        u = (torch.stack([torch.randperm(experts, generator=gen) for _ in range(tokens)])
+             .double() + 0.5) / experts
+        q = torch.randperm(experts, generator=gen).double()
+        bias = q / experts + q / (2 * experts * experts) - 0.5
+        biased = u + bias
+        tops = biased.view(tokens, groups, per).topk(min(2, per), dim=-1).values.sum(-1)
+        gaps = [biased.sort(dim=-1).values.diff(dim=-1).min().item()]
+        if per > 1:
+            gaps.append(tops.sort(dim=-1).values.diff(dim=-1).min().item())
+        if min(gaps) > 1e-6:
+            return torch.log(u / (1 - u)), bias
+    raise AssertionError("no well-separated test data found")
+
+
+@pytest.mark.parametrize("case", GATE_CASES, ids=lambda c: "e{}-g{}-kg{}-k{}-s{}".format(*c))
+@pytest.mark.parametrize("scale_output", [False, True], ids=["", "scaled"])
+def test_moe_fused_gate(case: tuple[int, int, int, int, int], scale_output: bool) -> None:
+    """Exact ids and float32 weights against the float64 reference, on data where fp32
+    cannot reorder anything (:func:`gate_data`).  One backend: the op is plain torch."""
+    dev = "cuda" if HAS_CUDA else "cpu"
+    experts, groups, topk_group, topk, shared = case
+    tokens = 9
+    x, bias = gate_data(experts, groups, tokens, experts + topk)
+    weights, ids = K.moe_fused_gate(x.float().to(dev), bias.float().to(dev), groups, topk_group,
+                                    topk, shared, 2.5, scale_output)
+    assert weights.dtype == torch.float32 and ids.dtype == torch.int32
+    assert tuple(weights.shape) == tuple(ids.shape) == (tokens, topk)
+    for row in range(tokens):
+        want_w, want_ids = ref_fused_gate(x[row].tolist(), bias.tolist(), groups, topk_group,
+                                          topk, shared, 2.5, scale_output)
+        assert ids[row].tolist() == want_ids, f"row {row}"
+        torch.testing.assert_close(weights[row].double().cpu(), torch.tensor(want_w).double(),
+                                   rtol=2e-6, atol=0)
+
+
+def test_moe_fused_gate_ties() -> None:
+    """Equal group scores keep the lower groups; equal experts go in index order; with one
+    expert per group every group scores -FLT_MAX (no second value), so the lowest
+    ``topk_group`` groups are kept whatever their expert's score, as in sgl-kernel."""
+    x = torch.zeros(2, 16)
+    x[1, 13] = 1.0  # group 3 (of 4) now scores highest, and expert 13 comes first
+    weights, ids = K.moe_fused_gate(x, torch.zeros(16), 4, 2, 3)
+    assert ids.tolist() == [[0, 1, 2], [13, 0, 1]]
+    assert weights[0].tolist() == pytest.approx([1 / 3] * 3, rel=1e-6)
+    _, ids = K.moe_fused_gate(x, torch.zeros(16), 16, 2, 2)
+    assert ids.tolist() == [[0, 1], [0, 1]]
+
+
+def test_moe_fused_gate_rejects() -> None:
+    x, b = torch.zeros(2, 16), torch.zeros(16)
+    with pytest.raises(ValueError, match="cannot form"):
+        K.moe_fused_gate(x, b, 3, 1, 2)
+    with pytest.raises(ValueError, match="does not fit"):
+        K.moe_fused_gate(x, b, 4, 1, 5)
+    with pytest.raises(TypeError, match="same floating dtype"):
+        K.moe_fused_gate(x, b.double(), 4, 2, 2)
+    with pytest.raises(TypeError, match="newer sgl-kernel's argument order"):
+        K.moe_fused_gate(x, b, 4, 2, 2, True, "sigmoid")
+    with pytest.raises(NotImplementedError, match="scoring_func='softmax'"):
+        K.moe_fused_gate(x, b, 4, 2, 2, scoring_func="softmax")
+    with pytest.raises(NotImplementedError, match="bias=None"):
+        K.moe_fused_gate(x, None, 4, 2, 2)
+
+
 # ------------------------------------------------------------------ how the ops are served
 
 NEW_OPS = ("moe_align_block_size", "moe_sum", "moe_sum_reduce", "sgl_per_token_group_quant_fp8",
            "sgl_per_token_group_quant_8bit", "sgl_per_token_quant_fp8",
-           "sgl_per_tensor_quant_fp8")
+           "sgl_per_tensor_quant_fp8", "fp8_scaled_mm", "fp8_blockwise_scaled_mm",
+           "moe_fused_gate")
 
 
 def test_new_ops_are_served() -> None:

@@ -3,7 +3,8 @@
 Why: each ``sgl-kernel`` wheel is compiled for a fixed set of GPU architectures and
 against one torch ABI; off those pins ``common_ops`` fails to load and sglang stops,
 even though the few elementwise kernels every model needs (RMSNorm, gated
-activations, RoPE, MoE routing, alignment and reduction, FP8 activation quantisation)
+activations, RoPE, MoE routing, alignment and reduction, FP8 activation quantisation
+and matmuls)
 are simple.  These are written in Triton, so they are
 compiled just in time for whatever GPU the process has, and each op is one kernel
 launch, as in sgl-kernel (the fused residual-add + norm is one kernel, not two), except
@@ -35,12 +36,15 @@ __all__ = [
     "OPS",
     "FusedSetKVBufferArg",
     "apply_rope_with_cos_sin_cache_inplace",
+    "fp8_blockwise_scaled_mm",
+    "fp8_scaled_mm",
     "fused_add_rmsnorm",
     "gelu_and_mul",
     "gelu_tanh_and_mul",
     "gemma_fused_add_rmsnorm",
     "gemma_rmsnorm",
     "moe_align_block_size",
+    "moe_fused_gate",
     "moe_sum",
     "moe_sum_reduce",
     "register_torch_ops",
@@ -71,6 +75,9 @@ _WHERE: dict[str, str] = {
     "sgl_per_token_group_quant_8bit": "_fp8",
     "sgl_per_token_quant_fp8": "_fp8",
     "sgl_per_tensor_quant_fp8": "_fp8",
+    "fp8_scaled_mm": "_fp8_gemm",
+    "fp8_blockwise_scaled_mm": "_fp8_gemm",
+    "moe_fused_gate": "_moe_gate",
 }
 _EXTRA: dict[str, str] = {
     "FusedSetKVBufferArg": "_rope",

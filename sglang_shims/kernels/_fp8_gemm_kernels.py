@@ -1,0 +1,102 @@
+# mypy: disable-error-code="no-untyped-def, untyped-decorator, misc"
+"""Triton kernels for the FP8 (e4m3fn) matmuls: per-row/per-column scales, and 128x128 blocks.
+
+Imported only when an FP8 matmul first runs on the Triton path.  Both accumulate the
+e4m3 products in fp32 through ``tl.dot`` (a product of two e4m3 values is exact in
+fp32) and apply the scales in fp32 before a single rounding to the output dtype, as
+sgl-kernel's CUTLASS epilogues do; the bias is added in fp32 too, before that rounding.
+Every load past an edge reads 0 (``other=0``), so any K is summed exactly over its
+real values.  The program order groups ``GROUP_M`` row tiles per column tile, so
+neighbouring programs share the weight tile in L2.
+"""
+
+from __future__ import annotations
+
+import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
+import triton.language as tl  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+
+@triton.jit
+def _tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """This program's (row tile, column tile) in grouped order."""
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    per_group = GROUP_M * tiles_n
+    first_m = (pid // per_group) * GROUP_M
+    group_m = tl.minimum(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_m
+    pid_n = (pid % per_group) // group_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def scaled_mm_kernel(
+    a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_sa, stride_sb,
+    HAS_BIAS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    """``C = (A @ B) * sa[:, None] * sb[None, :] (+ bias)``; a scale stride of 0 makes
+    that scale one value for the whole tensor."""
+    pid_m, pid_n = _tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    m_ok = rm < M
+    n_ok = rn < N
+    a_ptrs = a_ptr + rm.to(tl.int64)[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn.to(tl.int64)[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_ok = rk < K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    sa = tl.load(sa_ptr + rm * stride_sa, mask=m_ok, other=0.0)
+    sb = tl.load(sb_ptr + rn * stride_sb, mask=n_ok, other=0.0)
+    acc = acc * sa[:, None] * sb[None, :]
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + rn, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+    c_ptrs = c_ptr + rm.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def block_scaled_mm_kernel(
+    a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_sam, stride_sak, stride_sbk, stride_sbn,
+    SCALE_BLOCK: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    """``C = sum over k-blocks of (A_kb @ B_kb) * sa[:, kb] * sb[kb, n // SCALE_BLOCK]``:
+    one k step per scale block, its partial product scaled in fp32 before it is added."""
+    pid_m, pid_n = _tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, SCALE_BLOCK)
+    m_ok = rm < M
+    n_ok = rn < N
+    a_ptrs = a_ptr + rm.to(tl.int64)[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn.to(tl.int64)[None, :] * stride_bn
+    sa_ptrs = sa_ptr + rm.to(tl.int64) * stride_sam
+    sb_ptrs = sb_ptr + (rn // SCALE_BLOCK) * stride_sbn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, tl.cdiv(K, SCALE_BLOCK)):
+        k_ok = rk < K - kb * SCALE_BLOCK
+        a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        sa = tl.load(sa_ptrs + kb * stride_sak, mask=m_ok, other=0.0)
+        sb = tl.load(sb_ptrs + kb * stride_sbk, mask=n_ok, other=0.0)
+        acc += tl.dot(a, b) * sa[:, None] * sb[None, :]
+        a_ptrs += SCALE_BLOCK * stride_ak
+        b_ptrs += SCALE_BLOCK * stride_bk
+    c_ptrs = c_ptr + rm.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
