@@ -188,8 +188,10 @@ def status_of(data: dict[str, object]) -> dict[str, object]:
 
 
 # Kernel versions around every boundary of the gate and of the CUDA-home check.
-KERNELS = ["0.3.5", "0.3.10", "0.3.11", "0.3.16.post3", "0.3.18.post2", "0.3.18.post3",
-           "0.3.21", "0.4.0", "0.4.10"]
+# 0.1.0-0.3.4.post1: the kernels of issue 5094's era still on PyPI; their common_ops NEEDs
+# libnvrtc.so.12 too (read from each wheel's dynamic section).
+KERNELS = ["0.1.0", "0.2.9", "0.3.4.post1", "0.3.5", "0.3.10", "0.3.11", "0.3.16.post3",
+           "0.3.18.post2", "0.3.18.post3", "0.3.21", "0.4.0", "0.4.10"]
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -289,8 +291,9 @@ def test_no_pip_runtime_fails_clearly(tmp_path: Path) -> None:
 
 
 def test_below_the_gate(tmp_path: Path) -> None:
-    root = build(tmp_path, "0.3.4")
+    """0.0.x kernels are gone from PyPI: their libraries cannot be read, so no gate."""
+    root = build(tmp_path, "0.0.8")
     data = run(root, already=("libcudart.so.12", "libnvrtc.so.12"))
     status = status_of(data)
     assert status["state"] == "not-applicable"
-    assert "0.3.4 not in >=0.3.5" in str(status["reason"])
+    assert "0.0.8 not in >=0.1.0" in str(status["reason"])
