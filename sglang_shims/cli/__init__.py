@@ -179,7 +179,8 @@ def _announce(message: str) -> None:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor.report import doctor
 
-    findings, data = doctor(probe_import=not args.no_probe, announce=_announce)
+    findings, data = doctor(probe_import=not args.no_probe, announce=_announce,
+                            model_path=args.model_path)
     style = _style(args)
     width = _render.terminal_width()
     text = "\n\n".join(
@@ -238,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("doctor", "diagnose this environment: versions, GPU, kernel ABI and arch, patches")
     p.add_argument("--no-probe", action="store_true",
                    help="do not try importing sgl_kernel in a subprocess")
+    p.add_argument("--model-path", metavar="PATH",
+                   help="a model folder (config.json): which sgl_kernel ops it reaches and "
+                        "whether the Triton fallback provides them")
     p.set_defaults(func=cmd_doctor)
     p = add("fingerprint", "print a module's file and a function's source hash (for manifests)")
     p.add_argument("target", metavar="MODULE[:QUALNAME]")

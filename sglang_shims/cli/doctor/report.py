@@ -51,12 +51,17 @@ def _not_applicable_remedy(env: Environment, gates: tuple[Gate, ...]) -> str:
     return "install a kernel built for this torch and GPU (the version your sglang pins)"
 
 
-def doctor(probe_import: bool = True, announce: Callable[[str], None] | None = None
-           ) -> tuple[list[Finding], dict[str, Any]]:
+def doctor(probe_import: bool = True, announce: Callable[[str], None] | None = None,
+           model_path: str | None = None) -> tuple[list[Finding], dict[str, Any]]:
     """The environment's findings, one per acting patch, and the serving tier; never raises
-    for a failing check (see :func:`~sglang_shims.cli.doctor.diagnose`)."""
+    for a failing check (see :func:`~sglang_shims.cli.doctor.diagnose`).  With
+    ``model_path``, also the sgl_kernel ops that model reaches (``model_ops``)."""
     env = Environment()
     findings = diagnose(env, probe_import=probe_import, announce=announce)
+    if model_path is not None:
+        from .model_ops import check_model
+
+        findings.extend(check_model(model_path))
     result = survey(env)
     for view in result.views:
         state = view.judged.state
