@@ -74,10 +74,16 @@ CUDA_TILE_PLACEHOLDER = (
     " https://pypi.nvidia.com/ cuda-tile\n         ```\n\nhint: Build failures usually"
     " indicate a problem with the package or the build environment")
 
+TVM_FFI_REMOVED = (  # sglang 0.5.3.post1: flashinfer-python 0.4.0's pin, gone from PyPI
+    "uv pip compile: error: No solution found when resolving dependencies\n  cause: Because"
+    " there is no version of apache-tvm-ffi==0.1.0b15 and flashinfer-python==0.4.0 depends on"
+    " apache-tvm-ffi==0.1.0b15, we can conclude that flashinfer-python==0.4.0 cannot be used.")
+
 
 @pytest.mark.parametrize(("error", "done", "expected"), [
     (TOKENIZERS_CONFLICT, [], ["tokenizers>=0.23.1,<0.24.0"]),
     (CUDA_TILE_PLACEHOLDER, [], ['cuda-tile; sys_platform == "never"']),
+    (TVM_FFI_REMOVED, [], ["flashinfer-python==0.4.0rc3"]),
     (CUDA_TILE_PLACEHOLDER, ['cuda-tile; sys_platform == "never"'], []),  # no endless retry
     ("uv pip compile: error: No solution found: you require numpy==1.0 and numpy==2.0", [],
      []),  # an unknown conflict stays an environment error

@@ -73,6 +73,11 @@ RELAX: list[tuple[str, str, str, str]] = [
      "`tokenizers` as transformers asks",
      "the release pins a tokenizers older than the one the newest transformers 5 needs;"
      " the run installs the one transformers asks for"),
+    (r"no version of apache-tvm-ffi==0\.1\.0b15 and flashinfer-python==0\.4\.[01] depends",
+     "flashinfer-python==0.4.0rc3", "`flashinfer-python==0.4.0rc3`",
+     "flashinfer-python 0.4.0 and 0.4.1 are published as source only, and their build needs"
+     " apache-tvm-ffi 0.1.0b15, since deleted from PyPI: they cannot be installed today; the"
+     " run installs 0.4.0rc3, the nearest flashinfer that still builds (sglang 0.5.3's pin)"),
     (r"pypi\.nvidia\.com/?\s+cuda-tile", 'cuda-tile; sys_platform == "never"',
      "`cuda-tile` left out",
      "cuda-tile (cuTile) is published on NVIDIA's index only (PyPI holds a placeholder that"
