@@ -768,6 +768,27 @@ def test_cudart_preload() -> None:
                          **base)) is None
 
 
+def test_cudart_preload_with_the_patch() -> None:
+    """sgl-kernel 0.3.14 with a CUDA torch on a host without a toolkit (issue 11333): the
+    preload patch sets CUDA_HOME to pip's runtime, so a warning; a CUDA_HOME the user set
+    is never changed by it, so there the failure stands."""
+    versions = {"sgl-kernel": "0.3.14", "torch": "2.8.0"}
+    base: dict[str, Any] = {"torch_build": "cuda", "cuda_home": "/usr/local/cuda",
+                            "cuda_home_has_libdir": False}
+    found = verdict("sgl-kernel-cudart-preload", facts(versions, cuda_home_from="the default",
+                                                        **base))
+    assert found is not None and found.level == "warn"
+    assert "patch sgl-kernel-cuda-runtime-preload" in found.detail
+    assert "nvidia/cuda_runtime" in found.remedy
+    found = verdict("sgl-kernel-cudart-preload", facts(versions, cuda_home_from="CUDA_HOME",
+                                                        **base))
+    assert found is not None and found.level == "fail" and "CUDA_HOME" in found.remedy
+    off = facts(versions, cuda_home_from="the default",
+                environ={"SGLANG_SHIMS_DISABLE": "sgl-kernel-cuda-runtime-preload"}, **base)
+    found = verdict("sgl-kernel-cudart-preload", off)
+    assert found is not None and found.level == "fail" and "is off" in found.detail
+
+
 def test_torch_triton_pair() -> None:
     requires = {"torch": ["triton==3.4.0", 'pytorch-triton-rocm==3.4.0; platform_system == "Nope"']}
     found = verdict("torch-triton-pair-mismatch",

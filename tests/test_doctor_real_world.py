@@ -80,7 +80,7 @@ def test_patch_gates_pass_on_the_reports_versions(report: dict[str, Any]) -> Non
                          ids=lambda r: r["id"])
 def test_rule_fires_on_the_reports_versions(report: dict[str, Any]) -> None:
     rule = next(x for x in doctor.rules.RULES if x.id == report["rule"])
-    found = rule.evaluate(facts(report["env"]))
+    found = rule.evaluate(facts(report["env"], **report.get("facts", {})))
     assert found is not None, report["id"]
     assert found.remedy, report["id"]
     # a fixed report's rule says the patch covers it (warn); a diagnosed one is a problem
@@ -94,6 +94,36 @@ def test_rule_fires_on_the_reports_versions(report: dict[str, Any]) -> None:
 def test_abi_check_diagnoses_on_the_reports_versions(report: dict[str, Any]) -> None:
     [found] = doctor.abi.check_abi(facts(report["env"]))
     assert found.level == "fail" and "pip install" in found.remedy, report["id"]
+
+
+@pytest.mark.parametrize("report", [r for r in REPORTS if r.get("env")
+                                    and r.get("check") == "sglang-pin"],
+                         ids=lambda r: r["id"])
+def test_pin_check_diagnoses_on_the_reports_versions(report: dict[str, Any]) -> None:
+    """sglang's Requires-Dist lines (``requires``, copied from the release's METADATA)
+    against the installed versions: a warning whose remedy installs the pinned version."""
+    from packaging.requirements import Requirement
+
+    pinned = {Requirement(line).name: str(Requirement(line).specifier)
+              for line in report["requires"]}
+    found = doctor.pins.check_pins(facts(report["env"], requires={"sglang": report["requires"]}))
+    warned = [f for f in found if f.level == "warn"]
+    assert warned, (report["id"], found)
+    for finding in warned:
+        dist = next(d for d in pinned if f" pins {d}" in finding.detail)
+        assert f"pip install '{dist}{pinned[dist]}'" in finding.remedy, finding
+
+
+def test_goals_line_is_counted_from_the_data() -> None:
+    """The goal shares, counted here: out-of-scope reports are left out of both."""
+    def share(kind: str, outcome: str) -> str:
+        mine = [r for r in REPORTS if r["kind"] == kind and r["outcome"] != "out-of-scope"]
+        hit = sum(r["outcome"] == outcome for r in mine)
+        return f"{hit} of {len(mine)} ({round(100 * hit / len(mine))} %)"
+
+    page = (REPO / "docs" / "real-world.md").read_text(encoding="utf-8")
+    assert f"import-time breaks fixed: {share('import', 'fixed')}" in page
+    assert f"diagnosed with a remedy: {share('environment', 'diagnosed')}" in page
 
 
 @pytest.mark.parametrize("report", [r for r in REPORTS if r.get("replay")],

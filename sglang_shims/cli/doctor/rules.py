@@ -207,13 +207,21 @@ def _cudart_preload(facts: Facts) -> Verdict | None:
     if (kernel is None or not version_in(kernel[1], ">=0.3.11,<0.3.18.post3")
             or facts.torch_build != "cuda" or facts.cuda_home_has_libdir is not False):
         return None
-    return ("fail", f"{kernel[0]} {kernel[1]} preloads libcudart from CUDA home "
-            f"({facts.cuda_home}, from {facts.cuda_home_from}) and raises RuntimeError('Could "
-            "not find CUDA lib directory.') at import when it has no lib/, no lib64/ and no "
-            "libcudart.so.12 (fixed in sgl-kernel 0.3.18.post3, PR #13089)",
-            "point CUDA_HOME at a folder with lib/libcudart.so.12 (e.g. site-packages/nvidia/"
-            "cuda_runtime, or a CUDA 12 toolkit), or upgrade to sgl-kernel >= 0.3.18.post3 built "
-            "for your torch")
+    verdict: Verdict = (
+        "fail", f"{kernel[0]} {kernel[1]} preloads libcudart from CUDA home "
+        f"({facts.cuda_home}, from {facts.cuda_home_from}) and raises RuntimeError('Could "
+        "not find CUDA lib directory.') at import when it has no lib/, no lib64/ and no "
+        "libcudart.so.12 (fixed in sgl-kernel 0.3.18.post3, PR #13089)",
+        "point CUDA_HOME at a folder with lib/libcudart.so.12 (e.g. site-packages/nvidia/"
+        "cuda_runtime, or a CUDA 12 toolkit), or upgrade to sgl-kernel >= 0.3.18.post3 built "
+        "for your torch")
+    if facts.cuda_home_from in ("CUDA_HOME", "CUDA_PATH"):
+        return verdict  # the patch never changes a home the user set
+    return _unless_patched(
+        facts, "sgl-kernel-cuda-runtime-preload", verdict,
+        "sets CUDA_HOME to pip's CUDA runtime folder (site-packages/nvidia/cuda_runtime, which "
+        "has a lib/) before sgl_kernel runs; without that wheel the import still fails, and "
+        "the patch says so")
 
 
 def _torch_triton(facts: Facts) -> Verdict | None:
