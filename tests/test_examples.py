@@ -6,20 +6,33 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "e2e_serve.py"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLE = EXAMPLES / "e2e_serve.py"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
-def e2e() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("e2e_serve", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["e2e_serve"] = module
-    spec.loader.exec_module(module)
-    return module
+def models() -> ModuleType:
+    """examples/_e2e_models.py, which e2e_serve imports as a sibling (the script's folder
+    is first on sys.path when it runs; here it is registered by name)."""
+    return _load("_e2e_models")
+
+
+@pytest.fixture(scope="module")
+def e2e(models: ModuleType) -> ModuleType:
+    return _load("e2e_serve")
 
 
 REF = [{"tokens": [5, 6, 7], "margins": [2.0, 1e-4, 3.0]},
@@ -112,3 +125,286 @@ def test_step_times_come_from_the_schedulers_decode_lines(e2e: ModuleType) -> No
     assert no_graph == 1
     assert e2e.step_times(log, 4) == ([], 0)
     assert e2e.percentile([3.0, 1.0, 2.0], 50) == 2.0
+
+
+# --- issue 17: the MoE and FP8 models (examples/_e2e_models.py) ---------------------------
+
+
+def test_split_fused_experts_gives_one_tensor_per_expert(models: ModuleType) -> None:
+    torch = pytest.importorskip("torch")
+    gate_up = torch.arange(2 * 6 * 3, dtype=torch.float32).reshape(2, 6, 3)  # [E, 2I, H]
+    down = torch.arange(2 * 3 * 3, dtype=torch.float32).reshape(2, 3, 3)  # [E, H, I]
+    router = torch.ones(2, 3)
+    out = models.split_fused_experts({
+        "model.layers.0.mlp.experts.gate_up_proj": gate_up,
+        "model.layers.0.mlp.experts.down_proj": down, "model.layers.0.mlp.gate.weight": router})
+    assert sorted(out) == sorted(
+        [f"model.layers.0.mlp.experts.{e}.{p}_proj.weight" for e in (0, 1)
+         for p in ("gate", "up", "down")] + ["model.layers.0.mlp.gate.weight"])
+    assert out["model.layers.0.mlp.experts.1.gate_proj.weight"].tolist() == \
+        gate_up[1, :3].tolist()  # the gate is the first half (transformers' chunk(2))
+    assert out["model.layers.0.mlp.experts.1.up_proj.weight"].tolist() == gate_up[1, 3:].tolist()
+    assert out["model.layers.0.mlp.experts.0.down_proj.weight"].tolist() == down[0].tolist()
+    # the per-expert layout (transformers 4) passes through untouched
+    same = {"model.layers.0.mlp.experts.0.gate_proj.weight": router}
+    assert models.split_fused_experts(same).keys() == same.keys()
+
+
+def test_fp8_weights_keep_each_block_within_e4m3_rounding(models: ModuleType) -> None:
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator().manual_seed(0)
+    w = torch.randn(256, 384, generator=gen)
+    w[:128, 128:256] *= 50.0  # one block far larger: its scale must not leak into others
+    q, scale = models.quantize_fp8(w, "block")
+    assert q.dtype == torch.float8_e4m3fn and q.shape == w.shape
+    assert scale.shape == (2, 3) and scale.dtype == torch.float32
+    for i in range(2):
+        for j in range(3):
+            block = w[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128]
+            # the block's largest magnitude maps onto e4m3's largest value, 448
+            assert float(scale[i, j]) == pytest.approx(float(block.abs().max()) / 448, rel=1e-6)
+            assert float(q[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128].float().abs().max()) \
+                == 448.0
+    back = models.dequantize_fp8(q, scale)
+    # e4m3 keeps 3 mantissa bits: relative rounding error at most 2**-4 for normal values
+    normal = (w.abs() / scale.repeat_interleave(128, 0).repeat_interleave(128, 1)) >= 2 ** -6
+    assert ((back - w).abs() <= w.abs() * 2 ** -4 + 1e-12)[normal].all()
+    qt, st = models.quantize_fp8(w, "tensor")
+    assert st.shape == (1,) and float(st) == pytest.approx(float(w.abs().max()) / 448, rel=1e-6)
+    assert torch.equal(models.dequantize_fp8(qt, st), qt.float() * float(st))
+    with pytest.raises(ValueError, match="multiple of 128"):
+        models.quantize_fp8(torch.ones(100, 128), "block")
+
+
+def test_fake_quant_rounds_each_group_on_its_own(models: ModuleType) -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([[1.0, 0.3, -0.7, 0.001, 100.0, 3.0, -2.0, 0.5]])
+    grouped = models.fake_quant(x, 4)
+    # a group's absolute maximum survives exactly; the others are rounded to e4m3 steps
+    assert grouped[0, 0] == 1.0 and grouped[0, 4] == 100.0
+    # the second group's large value does not coarsen the first group (per group scales)
+    assert float(grouped[0, 3]) == pytest.approx(0.001, rel=2 ** -4)
+    # one scale for the row: 0.001 lands among e4m3's subnormals, far coarser
+    per_token = models.fake_quant(x, 0)
+    assert float(per_token[0, 3]) != pytest.approx(0.001, rel=2 ** -4)
+    assert per_token[0, 4] == 100.0 and per_token.dtype == x.dtype
+    assert torch.equal(models.fake_quant(grouped, 4), grouped)  # idempotent: already on grid
+
+
+def test_each_model_names_its_activation_rounding(models: ModuleType) -> None:
+    assert models.act_group("qwen3-fp8") == 128
+    assert models.act_group("llama-fp8") == 0
+    assert models.act_group("qwen3moe") is None and models.act_group("qwen3") is None
+    assert models.is_quantised("model.layers.3.self_attn.q_proj.weight")
+    assert models.is_quantised("model.layers.0.mlp.down_proj.weight")
+    assert not models.is_quantised("lm_head.weight")
+    assert not models.is_quantised("model.layers.0.mlp.gate.weight")  # MoE router
+    assert not models.is_quantised("model.layers.0.input_layernorm.weight")
+
+
+def test_listing_says_which_kernel_ops_the_fallback_lacks(models: ModuleType) -> None:
+    rows = models.listing("llama-fp8", {"rmsnorm", "fused_add_rmsnorm", "sgl_per_token_quant_fp8"})
+    by_op = {row.split(" | ")[2]: row for row in rows}
+    assert "fallback RAISES" in by_op["`fp8_scaled_mm`"]
+    assert "fallback implements it" in by_op["`sgl_per_token_quant_fp8`"]
+    assert "sglang Triton |" in by_op["`decode/extend attention`"]  # not a kernel op
+    assert "fallback" not in by_op["`decode/extend attention`"]
+
+
+def test_forced_compare_counts_agreement_and_excuses_only_near_ties(e2e: ModuleType) -> None:
+    ref = [{"tokens": [5, 6, 7, 8], "margins": [3.0, 0.2, 3.0, 3.0]}]
+    assert e2e.forced_compare([[(5, 1.0), (9, 1.0), (7, 1.0), (8, 1.0)]], ref, 0.5, 0.7) == {
+        "agreement": 0.75, "positions": 4, "floor": 0.7, "mismatches": [], "pass": True}
+    below_floor = e2e.forced_compare([[(5, 1.0), (9, 1.0), (7, 1.0), (8, 1.0)]], ref, 0.5, 0.8)
+    assert below_floor["pass"] is False and below_floor["mismatches"] == []
+    wide = e2e.forced_compare([[(1, 1.0), (6, 1.0), (7, 1.0), (8, 1.0)]], ref, 0.5, 0.7)
+    assert wide["mismatches"] == [{"prompt": 0, "position": 0, "got": 1, "expected": 5,
+                                   "reference_margin": 3.0}]
+    assert wide["pass"] is False  # 75 % agreement, but a disagreement where the margin was 3
+    short = e2e.forced_compare([[(5, 1.0)]], ref, 0.5, 0.0)
+    assert short["pass"] is False and short["mismatches"][0]["positions"] == 1
+
+
+def test_markdown_states_the_moe_fp8_criterion_and_the_op_listing(e2e: ModuleType) -> None:
+    forced = {"agreement": 0.84, "positions": 256, "floor": 0.74, "mismatches": [], "pass": True}
+    results = {
+        "date": "2026-12-01", "gpu": "GPU", "torch": "2.11", "sglang": "0.5.17",
+        "transformers": "5.17.0", "triton": "3.6.0", "compared": "x",
+        "correctness_runs": ["none-qwen3-fp8-bf16"],
+        "none-qwen3-fp8-bf16": {"command": "launch", "tie": 10.0, "forced": forced,
+                                "compare": e2e.compare([r["tokens"] for r in REF], REF)},
+        "qwen3-fp8-tolerance-bfloat16": {"dtype": "bfloat16", "rule": "RULE TEXT"},
+        "ops": {"read_from": "sglang 0.5.17", "installed": "0.5.17", "qwen3-fp8": "holds",
+                "rows": ["| qwen3-fp8 | step | `op` | sglang Triton | sglang/x.py |"]},
+        "speed-qwen3-fp8-none-triton": {"batches": {"1": {
+            "tok_per_s": [300.0], "median_tok_per_s": 300.0, "step_ms_p50": 1.0,
+            "step_ms_p99": 1.0, "steps_without_graph": 0}}},
+        "speed-qwen3-fp8-none-torch": {"batches": {"1": {
+            "tok_per_s": [200.0], "median_tok_per_s": 200.0, "step_ms_p50": 1.0,
+            "step_ms_p99": 1.0, "steps_without_graph": 0}}},
+    }
+    text = e2e.markdown(results)
+    assert ("3/3 identical, 0 near-tie (tolerance: margin < 10; met); teacher-forced top-1"
+            " agreement 84.0% of 256 (floor 74.0%), 0 beyond tolerance: met") in text
+    assert "- qwen3-fp8 (reference in bfloat16): RULE TEXT" in text
+    assert "listing checked against its source: qwen3-fp8: holds" in text
+    assert "| qwen3-fp8 | step | `op` | sglang Triton | sglang/x.py |" in text
+    assert "| qwen3-fp8: Triton tier / eager tier | 1.50x | >= 1.3x |" in text
+    assert "stock AOT" not in text  # no stock run of that model: no empty ratio row
+    assert e2e.passed(results) is True
+    results["none-qwen3-fp8-bf16"]["forced"] = dict(forced, agreement=0.5, **{"pass": False})
+    assert e2e.passed(results) is False  # the teacher-forced criterion counts, not only tokens
+
+
+def _documented_command() -> list[str]:
+    """The one-call GPU command in benchmarks/README.md, after ``.carry $OUT``."""
+    import shlex
+
+    readme = (EXAMPLES.parent / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    start = readme.index("benchmarks/gpu_e2e.sh .carry $OUT --models qwen3moe")
+    line = readme[start:readme.index("\n\n", start)].split("```")[0]
+    words = shlex.split(line.replace("\\\n", " "), comments=True)
+    return words[3:]
+
+
+def test_the_documented_moe_fp8_command_parses_into_the_runs_it_promises(
+        e2e: ModuleType) -> None:
+    args = e2e.parse_args(_documented_command())
+    runs = e2e.plan(args)
+    assert [(r["key"], r["dtype"]) for r in runs["correctness"]] == [
+        ("none-qwen3moe-fp32", "float32"), ("none-qwen3-fp8-bf16", "bfloat16"),
+        ("none-llama-fp8-bf16", "bfloat16")]
+    assert [r["key"] for r in runs["speed"]] == [
+        "speed-qwen3moe-none-triton", "speed-qwen3moe-none-torch",
+        "speed-qwen3-fp8-none-triton", "speed-qwen3-fp8-none-torch"]
+    assert args.cuda_graphs is True
+
+
+def test_plan_keeps_the_dense_runs_and_rejects_unknown_models(e2e: ModuleType,
+                                                              capsys: Any) -> None:
+    runs = e2e.plan(e2e.parse_args(["--modes", "none,real", "--speed", "none:triton"]))
+    assert [r["key"] for r in runs["correctness"]] == [
+        "none-qwen3-fp32", "none-qwen3-bf16", "real-qwen3-bf16",
+        "none-llama-fp32", "none-llama-bf16", "real-llama-bf16"]
+    assert [r["key"] for r in runs["speed"]] == ["speed-none-triton"]
+    with pytest.raises(SystemExit):
+        e2e.parse_args(["--models", "qwen3,mixtral"])
+    assert "unknown model(s) ['mixtral']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        e2e.parse_args(["--speed", "none"])
+
+
+WHEELS_0517 = (("transformers", "5.12.1"), ("huggingface_hub", "1.33.0"),
+               ("tokenizers", "0.22.2"), ("flashinfer-python", "0.6.15.post1"),
+               ("xgrammar", "0.2.1"), ("apache-tvm-ffi", "0.1.15.post2"), ("openai", "2.6.1"))
+FOR_PY312 = ("--python-version", "3.12", "--implementation", "cp", "--platform",
+             "manylinux_2_34_x86_64")
+
+
+@pytest.mark.wheels
+def test_op_listing_holds_for_sglang_0_5_17_and_not_for_0_5_1(
+        models: ModuleType, sglang_release: Any) -> None:
+    from sglang_shims.testing import wheels
+
+    try:
+        root = wheels.unpack("sglang", "0.5.17", pip_args=FOR_PY312) / "sglang"
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    for name in models.OPS_0_5_17:
+        assert models.check_listing(name, root) == [], name
+    old = sglang_release("0.5.1") / "sglang"  # no kernel registry, no sglang.kernels
+    assert "topk_softmax: kernels/ops/moe/__init__.py missing" in \
+        models.check_listing("qwen3moe", old)
+
+
+PROBE = """
+import json, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, EXAMPLES)
+import _e2e_models as m
+import torch, transformers
+from safetensors.torch import load_file
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+tok = Tokenizer(models.BPE(unk_token="<unk>"))
+tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+trainer = trainers.BpeTrainer(vocab_size=100, special_tokens=["<unk>", "<s>", "</s>"])
+tok.train_from_iterator(["the quick brown fox"] * 20, trainer)
+fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                               unk_token="<unk>")
+common = dict(vocab_size=len(fast), hidden_size=128, intermediate_size=256,
+              moe_intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+              num_key_value_heads=2, head_dim=64, max_position_embeddings=4096,
+              rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+from sglang.srt.configs.model_config import ModelConfig
+from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
+from sglang.srt.layers.quantization.fp8 import Fp8Config
+out = {"transformers": transformers.__version__}
+work = Path(tempfile.mkdtemp())
+for name in m.SPECS:
+    f = m.build(name, common, work, fast)
+    mc = ModelConfig(str(f["serve"]), dtype=m.SPECS[name]["dtype"])
+    entry = {"arch": mc.hf_config.architectures, "quantization": mc.quantization}
+    served = load_file(str(f["serve"] / "model.safetensors"))
+    key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+    ref = AutoModelForCausalLM.from_pretrained(f["reference"], **{key: torch.float32})
+    state = m.split_fused_experts(ref.state_dict())
+    if mc.quantization:
+        q = Fp8Config.from_config(mc.hf_config.quantization_config)
+        entry.update(block=q.weight_block_size, serialized=q.is_checkpoint_fp8_serialized)
+        quantised = [k for k in served if served[k].dtype == torch.float8_e4m3fn]
+        suffix = "_scale_inv" if q.weight_block_size else "_scale"
+        entry["quantised"] = sorted({k.split(".")[-2] for k in quantised})
+        entry["scale_shapes"] = sorted({tuple(served[k + suffix].shape) for k in quantised})
+        entry["dequantised_equal"] = all(
+            torch.equal(m.dequantize_fp8(served[k], served[k + suffix]), state[k])
+            for k in quantised)
+    else:
+        mapping = FusedMoE.make_expert_params_mapping(
+            ckpt_gate_proj_name="gate_proj", ckpt_down_proj_name="down_proj",
+            ckpt_up_proj_name="up_proj", num_experts=mc.hf_config.num_experts)
+        experts = [k for k in served if ".experts." in k]
+        entry["experts"] = len(experts)
+        entry["unmapped"] = [k for k in experts if not any(w in k for _, w, _, _ in mapping)]
+        # transformers reads the per-expert checkpoint back into the same weights
+        entry["round_trip"] = sorted(served) == sorted(state) and all(
+            torch.equal(served[k], state[k]) for k in served)
+    out[name] = entry
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.wheels
+def test_builders_write_checkpoints_sglang_0_5_17_reads(pypi_release: Any) -> None:
+    """The models built with transformers 5 (0.5.17's pin): sglang's ModelConfig takes each
+    config (architecture, quantization), Fp8Config reads the quantization_config, the MoE
+    experts match sglang's expert loader mapping, transformers loads every checkpoint back,
+    and the FP8 weights dequantise exactly to what the reference runs."""
+    from sglang_shims.testing import wheels
+
+    from .conftest import FAKE_CUDA, need, run_python
+
+    for module in ("torch", "fastapi", "zmq", "safetensors"):
+        need(module)
+    try:
+        sglang = wheels.unpack("sglang", "0.5.17", pip_args=FOR_PY312)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    paths = (*(pypi_release(dist, version) for dist, version in WHEELS_0517), sglang)
+    code = FAKE_CUDA + PROBE.replace("EXAMPLES", repr(str(EXAMPLES)))
+    result = run_python(code, paths=paths, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = result.json()
+    assert data["transformers"] == "5.12.1"  # experts fused in memory: the split is tested
+    assert data["qwen3moe"] == {"arch": ["Qwen3MoeForCausalLM"], "quantization": None,
+                                "experts": 2 * 8 * 3, "unmapped": [], "round_trip": True}
+    projections = ["down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"]
+    assert data["qwen3-fp8"] == {
+        "arch": ["Qwen3ForCausalLM"], "quantization": "fp8", "block": [128, 128],
+        "serialized": True, "quantised": projections,
+        # [N/128, K/128]: q/k/v/o 128x128, gate/up 256x128, down 128x256
+        "scale_shapes": [[1, 1], [1, 2], [2, 1]], "dequantised_equal": True}
+    assert data["llama-fp8"] == {
+        "arch": ["LlamaForCausalLM"], "quantization": "fp8", "block": None,
+        "serialized": True, "quantised": projections, "scale_shapes": [[1]],
+        "dequantised_equal": True}
