@@ -1,28 +1,26 @@
 """Route sglang's JIT RoPE to the fallback's kernel when the fallback serves sgl_kernel.
 
-sglang 0.5.9 took RoPE out of sgl_kernel into their own JIT-compiled CUDA kernel.
-The fallback exists for machines where the compiled kernel cannot serve; there sglang's
-JIT kernel has the same problem (it needs nvcc and a CUDA build at the first call), so the
-dense path would still break at the first forward pass.  Where a real sgl_kernel is
-loaded, sglang's own kernel is left alone.
+From 0.5.9 sglang runs RoPE through its own JIT-compiled CUDA kernels instead of
+sgl_kernel's.  The fallback exists for machines where the compiled kernel cannot serve;
+there sglang's JIT kernels have the same problem (nvcc and a CUDA build at the first call,
+torch ops with a CUDA kernel only), so the dense path would still break at the first
+forward pass.  Where a real sgl_kernel is loaded, sglang's own kernels are left alone.
+0.5.9 and 0.5.10+ define the entry point with different parameters; each gets the
+function with its own (``kernels._sglang_jit.replacements``).
 """
 
 from __future__ import annotations
 
-import importlib
-
 from sglang_shims.patching import PatchContext
-
-NAME = "apply_rope_with_cos_sin_cache_inplace"
 
 
 def apply(ctx: PatchContext) -> None:
-    try:
-        kernel = importlib.import_module("sgl_kernel")
-    except ImportError:
-        ctx.retire("sgl_kernel cannot be imported and the fallback does not stand in for it")
-    if not getattr(kernel, "__sglang_shims_fallback__", None):
-        ctx.retire("a real sgl_kernel is loaded: sglang's own JIT RoPE is used")
-    from sglang_shims import kernels
+    from sglang_shims.kernels import _sglang_jit
 
-    ctx.setattr(ctx.module, NAME, kernels.OPS[NAME])
+    reason = _sglang_jit.not_served()
+    if reason is not None:
+        ctx.retire(reason)
+    # 0.5.9 has no rotary_embedding (its other head sizes went to vLLM's or sgl_kernel's)
+    ours = _sglang_jit.replacements(ctx.module, _sglang_jit.ROPE, optional=("rotary_embedding",))
+    for name, func in ours.items():
+        ctx.setattr(ctx.module, name, func)

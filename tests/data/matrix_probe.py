@@ -193,6 +193,16 @@ def batch(mr, mode, **fields):
     return fb
 
 
+def forward_context(mr):
+    """What ModelRunner publishes around each forward from 0.5.17 on (the layers read the
+    attention backend and pools from it); nothing before."""
+    try:
+        fc = importlib.import_module("sglang.srt.model_executor.forward_context")
+    except ImportError:
+        return contextlib.nullcontext()
+    return fc.forward_context(fc.ForwardContext(attn_backend=mr.attn_backend))
+
+
 def serve(model, mr, prompts):
     import torch
     from sglang.srt.model_executor.forward_batch_info import ForwardMode
@@ -211,7 +221,7 @@ def serve(model, mr, prompts):
     lens, tokens = list(LENS), [[] for _ in LENS]
     for step in range(STEPS + 1):
         mr.attn_backend.init_forward_metadata(fb)
-        with torch.no_grad():
+        with torch.no_grad(), forward_context(mr):
             out = model(fb.input_ids, fb.positions, fb).next_token_logits
         for i, row in enumerate(out):
             tokens[i].append(int(row.argmax()))

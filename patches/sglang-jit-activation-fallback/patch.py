@@ -1,0 +1,25 @@
+"""Route sglang's JIT gated activations (``sglang.jit_kernel``, 0.5.11-0.5.16) to the
+fallback's kernel when the fallback serves sgl_kernel.
+
+0.5.11 sends SiLU/GELU-and-mul to its own JIT CUDA kernel (``srt/layers/activation.py``
+imports them from ``sglang.jit_kernel.activation`` on CUDA).
+Without a usable sgl_kernel there is no CUDA build for that kernel either (nvcc at the
+first call, a CUDA-only torch op), so every MLP failed.  Where a real sgl_kernel is
+loaded, sglang's own kernel is left alone.
+"""
+
+from __future__ import annotations
+
+from sglang_shims.patching import PatchContext
+
+
+def apply(ctx: PatchContext) -> None:
+    from sglang_shims.kernels import _sglang_jit
+
+    reason = _sglang_jit.not_served()
+    if reason is not None:
+        ctx.retire(reason)
+    ours = _sglang_jit.replacements(ctx.module, _sglang_jit.ACTIVATION,
+                                    optional=("_run_activation_sorted_filtered_inplace",))
+    for name, func in ours.items():
+        ctx.setattr(ctx.module, name, func)
