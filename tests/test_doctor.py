@@ -1105,3 +1105,46 @@ def test_serving_tier_remedy_without_sglang_is_install_sglang() -> None:
         "install torch")
     assert "kernel built for this torch" in _not_applicable_remedy(
         hermetic({"sglang": "0.5.20", "torch": "2.9.1"}), gates)
+
+
+# Rules whose other tests check only that they fire: here each meets the machine of its
+# report (versions, GPU, driver, toolkit, variables) and must say the error users see
+# and a remedy that fixes it (the remedies are the reports' own fixes).
+REALISTIC: list[tuple[str, dict[str, str | None], dict[str, Any], str, list[str], list[str]]] = [
+    ("triton-ptxas-too-old-blackwell", {"triton": "3.4.0", "torch": "2.8.0"},
+     {"caps": [(12, 1)], "nvcc": "/usr/local/cuda-12.9/bin/nvcc", "nvcc_version": "12.9"},
+     "fail", ["Value 'sm_121a' is not defined for option 'gpu-name'"],
+     ["TRITON_PTXAS_PATH", "/usr/local/cuda-12.9/bin/ptxas", "triton>=3.6"]),
+    ("tf-config-register-collision", {"sglang": "0.5.19", "transformers": "5.13.0"}, {},
+     "warn", ["'qwen3_asr' is already used by a Transformers config"],
+     ["transformers<5.13", "sglang to >= 0.5.20"]),
+    ("memory-saver-vs-expandable", {"torch-memory-saver": "0.0.8", "torch": "2.8.0"},
+     {"environ": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}},
+     "warn", ["pause() then releases nothing"], ["unset expandable_segments"]),
+    ("flashinfer-version-check-disabled", {"flashinfer-python": "0.4.1"},
+     {"environ": {"FLASHINFER_DISABLE_VERSION_CHECK": "1"}},
+     "warn", ["FLASHINFER_DISABLE_VERSION_CHECK=1"],
+     ["unset FLASHINFER_DISABLE_VERSION_CHECK", "matching versions"]),
+    ("flashinfer-sm120-nvcc128", {"flashinfer-python": "0.4.1"},
+     {"caps": [(12, 0)], "nvcc": "/usr/local/cuda-12.8/bin/nvcc", "nvcc_version": "12.8"},
+     "warn", ["FlashInfer requires GPUs with sm75 or higher"], ["CUDA >= 12.9 toolkit"]),
+    # sglang PR 8090: cuGreenCtxStreamCreate needs a CUDA 12.5 driver; 12.4 has the others
+    ("sgl-kernel-green-ctx-driver", {"sgl-kernel": "0.3.0", "torch": "2.7.1"},
+     {"caps": [(9, 0)], "driver_cuda": 12040},
+     "fail", ["undefined symbol: cuGreenCtxStreamCreate"], ["upgrade the NVIDIA driver",
+                                                             "(CUDA 12.5)"]),
+]
+
+
+@pytest.mark.parametrize(("rule_id", "versions", "fields", "level", "details", "remedies"),
+                         REALISTIC, ids=[case[0] for case in REALISTIC])
+def test_rule_verdict_and_remedy_in_a_realistic_environment(
+        rule_id: str, versions: dict[str, str | None], fields: dict[str, Any], level: str,
+        details: list[str], remedies: list[str]) -> None:
+    found = verdict(rule_id, facts(versions, **fields))
+    assert found is not None, rule_id
+    assert found.level == level, found
+    for text in details:
+        assert text in found.detail, (text, found.detail)
+    for text in remedies:
+        assert text in found.remedy, (text, found.remedy)
