@@ -6,7 +6,8 @@ against it in the same run (an "AOT" column and the ratio AOT time / our time).
 For each op at decode sizes (1, 8, 32 tokens) and prefill sizes (4096, 16384 tokens),
 hidden 4096 and 8192 (MoE gating and alignment: 128 experts, top-8; the top-k
 reduction ``moe_sum_reduce`` over 8 expert outputs; FP8 quantisation per 128-group, per
-token and per tensor, bf16 in), this times our op and the
+token and per tensor, bf16 in; the FP8 matmuls on a square hidden x hidden weight;
+``moe_fused_gate`` with DeepSeek V3's 256 experts in 8 groups), this times our op and the
 plain-PyTorch code sglang runs when it has no kernel (its ``forward_native``), both
 replayed from CUDA graphs (``triton.testing.do_bench_cudagraph``: GPU time without
 Python launch overhead, as sglang's decode runs).  In the same run it measures the
@@ -285,6 +286,67 @@ def moe_fp8_cases(M: Any, want: Callable[[str], bool], tokens: int, hidden: int,
         cases.append(Case("sgl_per_tensor_quant_fp8", f"{shape} dynamic", quant_bytes + 4,
                           lambda: M.sgl_per_tensor_quant_fp8(x, q, s1.zero_(), False),
                           lambda: eager_tensor_quant(x)))
+    cases += fp8_matmul_cases(M, want, tokens, hidden, rn)
+    if want("moe_fused_gate") and hidden == HIDDEN[0]:
+        logits, bias = rn(tokens, GATE_EXPERTS, dtype=torch.float32), rn(GATE_EXPERTS,
+                                                                        dtype=torch.float32)
+        cases.append(Case(
+            "moe_fused_gate", f"{tokens}x{GATE_EXPERTS} g{GATE_GROUPS} kg{GATE_TOPK_GROUP} "
+            f"top{TOPK}", tokens * (GATE_EXPERTS * 4 + TOPK * 8) + GATE_EXPERTS * 4,
+            lambda: M.moe_fused_gate(logits, bias, GATE_GROUPS, GATE_TOPK_GROUP, TOPK,
+                                     num_fused_shared_experts=0, routed_scaling_factor=2.5,
+                                     apply_routed_scaling_factor_on_output=False),
+            lambda: eager_biased_grouped_topk(logits, bias)))
+    return cases
+
+
+GATE_EXPERTS, GATE_GROUPS, GATE_TOPK_GROUP = 256, 8, 4  # DeepSeek V3's routing
+
+
+def eager_biased_grouped_topk(logits: torch.Tensor, bias: torch.Tensor
+                              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """sglang 0.5.1's biased_grouped_topk_impl without torch.compile, renormalised."""
+    scores = logits.sigmoid()
+    biased = scores + bias
+    tops = biased.view(logits.shape[0], GATE_GROUPS, -1).topk(2, dim=-1)[0].sum(dim=-1)
+    groups = tops.topk(GATE_TOPK_GROUP, dim=-1, sorted=False)[1]
+    mask = torch.zeros_like(tops).scatter_(1, groups, 1)
+    mask = mask.repeat_interleave(GATE_EXPERTS // GATE_GROUPS, dim=1)
+    ids = biased.masked_fill(mask == 0, float("-inf")).topk(TOPK, dim=-1, sorted=False)[1]
+    weights = scores.gather(1, ids)
+    return weights / weights.sum(dim=-1, keepdim=True), ids.to(torch.int32)
+
+
+def fp8_matmul_cases(M: Any, want: Callable[[str], bool], tokens: int, hidden: int,
+                     rn: Callable[..., torch.Tensor]) -> list[Case]:
+    """The FP8 matmuls as sglang calls them: a square ``hidden x hidden`` weight, bf16 out.
+
+    Eager for ``fp8_scaled_mm`` is ``torch._scaled_mm`` with row-wise scales (cuBLASLt,
+    what torch offers without sgl-kernel); for the block-scaled one, dequantising to bf16
+    and one bf16 matmul (sglang has no eager block-scaled path; its Triton kernel is what
+    the fallback routes to where sglang has imported it)."""
+    cases: list[Case] = []
+    shape = f"{tokens}x{hidden}x{hidden}"
+    nbytes = tokens * hidden + hidden * hidden + tokens * hidden * 2
+    a = rn(tokens, hidden).to(torch.float8_e4m3fn)
+    weight = rn(hidden, hidden).to(torch.float8_e4m3fn)
+    if want("fp8_scaled_mm"):
+        sa, sb = rn(tokens, 1, dtype=torch.float32).abs(), rn(hidden, dtype=torch.float32).abs()
+        cases.append(Case(
+            "fp8_scaled_mm", f"{shape} token x channel", nbytes,
+            lambda: M.fp8_scaled_mm(a, weight.t(), sa, sb, DTYPE),
+            lambda: torch._scaled_mm(a, weight.t(), scale_a=sa, scale_b=sb.view(1, -1),
+                                     out_dtype=DTYPE)))
+    if want("fp8_blockwise_scaled_mm"):
+        blocks = hidden // 128
+        xs = rn(blocks, tokens, dtype=torch.float32).abs().t()  # column-major, as sglang's
+        ws = rn(blocks, blocks, dtype=torch.float32).abs()
+        cases.append(Case(
+            "fp8_blockwise_scaled_mm", f"{shape} 128x128 blocks", nbytes,
+            lambda: M.fp8_blockwise_scaled_mm(a, weight.t(), xs, ws.t(), DTYPE),
+            lambda: (a.to(DTYPE) * xs.repeat_interleave(128, 1).to(DTYPE))
+            @ (weight.to(DTYPE) * ws.repeat_interleave(128, 0).repeat_interleave(128, 1)
+               .to(DTYPE)).t()))
     return cases
 
 

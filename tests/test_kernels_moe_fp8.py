@@ -217,7 +217,7 @@ def assert_fp8(q: torch.Tensor, exact: torch.Tensor) -> None:
     """``q`` (e4m3) against float64 ``exact`` values: torch's rounding of them, bit for bit,
     except within one e4m3 step on at most 0.1% (see the module docstring)."""
     assert q.dtype == FP8
-    want = exact.clamp(-448, 448).to(FP8)
+    want = exact.cpu().clamp(-448, 448).to(FP8)
     got_bits, want_bits = q.cpu().view(torch.uint8), want.cpu().view(torch.uint8)
     differ = got_bits != want_bits
     if differ.any():
