@@ -272,12 +272,15 @@ def test_the_documented_moe_fp8_command_parses_into_the_runs_it_promises(
     args = e2e.parse_args(_documented_command())
     runs = e2e.plan(args)
     assert [(r["key"], r["dtype"]) for r in runs["correctness"]] == [
-        ("none-qwen3moe-fp32", "float32"), ("none-qwen3-fp8-bf16", "bfloat16"),
-        ("none-llama-fp8-bf16", "bfloat16")]
+        ("none-qwen3moe-fp32", "float32"), ("none-qwen3-fp8-bf16", "bfloat16")]
     assert [r["key"] for r in runs["speed"]] == [
         "speed-qwen3moe-none-triton", "speed-qwen3moe-none-torch",
         "speed-qwen3-fp8-none-triton", "speed-qwen3-fp8-none-torch"]
     assert args.cuda_graphs is True
+    # the optional second call
+    extra = e2e.plan(e2e.parse_args(["--models", "llama-fp8", "--modes", "none"]))
+    assert [r["key"] for r in extra["correctness"]] == ["none-llama-fp8-bf16"]
+    assert extra["speed"] == []
 
 
 def test_plan_keeps_the_dense_runs_and_rejects_unknown_models(e2e: ModuleType,
@@ -408,3 +411,85 @@ def test_builders_write_checkpoints_sglang_0_5_17_reads(pypi_release: Any) -> No
         "arch": ["LlamaForCausalLM"], "quantization": "fp8", "block": None,
         "serialized": True, "quantised": projections, "scale_shapes": [[1]],
         "dequantised_equal": True}
+
+
+def test_score_asks_for_the_reference_positions_and_reads_sglangs_rows(
+        e2e: ModuleType) -> None:
+    """The teacher-forced request against a stub speaking sglang's format (read from
+    0.5.17's tokenizer manager and logprob processor: one row per input token from
+    ``logprob_start_len``, the first ``None``, each row [logprob, token id, text])."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[dict[str, Any]] = []
+    reply: list[Any] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            body = json.dumps(reply[0]).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        server = object.__new__(e2e.Server)
+        server.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        ref = [{"tokens": [5, 6], "margins": [1.0, 1.0]}]
+        reply.append([{"meta_info": {"input_top_logprobs": [
+            None, [[-0.1, 5, None], [-0.5, 9, None]], [[-0.2, 6, "x"], [-1.2, 3, "y"]]]}}])
+        scored = server.score([[1, 2, 3]], ref)
+        assert [t for t, _ in scored[0]] == [5, 6]
+        assert [round(m, 6) for _, m in scored[0]] == [0.4, 1.0]
+        assert seen[0]["input_ids"] == [[1, 2, 3, 5, 6]]
+        assert seen[0]["logprob_start_len"] == [2] and seen[0]["top_logprobs_num"] == 2
+        reply[0] = [{"meta_info": {"input_top_logprobs": [[[-0.1, 5, None], [-0.5, 9, None]],
+                                                          [[-0.2, 6, None], [-1.2, 3, None]]]}}]
+        with pytest.raises(RuntimeError, match="unexpected input_top_logprobs layout"):
+            server.score([[1, 2, 3]], ref)  # one row short: never silently misaligned
+    finally:
+        httpd.shutdown()
+
+
+def test_reference_rounds_fp8_activations_and_measures_its_own_noise(
+        models: ModuleType, e2e: ModuleType, tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("safetensors")
+    from tokenizers import Tokenizer, pre_tokenizers, trainers
+    from tokenizers import models as tok_models
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(tok_models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.train_from_iterator(["the quick brown fox"] * 5, trainers.BpeTrainer(
+        vocab_size=80, special_tokens=["<unk>", "<s>", "</s>"]))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                                   unk_token="<unk>")
+    common = dict(vocab_size=len(fast), hidden_size=128, intermediate_size=128,
+                  num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                  head_dim=64, max_position_embeddings=256, tie_word_embeddings=False,
+                  bos_token_id=1, eos_token_id=2, initializer_range=0.08)
+    folders = models.build("qwen3-fp8", common, tmp_path, fast)
+    prompts = [[3, 4, 5, 6], [7, 8, 9]]
+    ref = e2e.reference(folders["reference"], prompts, 4, act_group=128, device="cpu")
+    assert [len(r["tokens"]) for r in ref] == [4, 4]
+    rounded = e2e.load_reference(folders["reference"], torch.float32, 128, "cpu")
+    plain = e2e.load_reference(folders["reference"], torch.float32, None, "cpu")
+    ids = torch.tensor([prompts[0]])
+    with torch.no_grad():  # the hooks are live: rounding activations changes the logits
+        assert not torch.equal(rounded(ids).logits, plain(ids).logits)
+    forced = e2e.forced_logits(rounded, prompts, ref, "cpu")
+    # teacher forcing reproduces the reference's own greedy tokens (same math, float32)
+    assert [f.argmax(-1).tolist() for f in forced] == [r["tokens"] for r in ref]
+    tol = e2e.tolerance(folders["reference"], prompts, ref, "bfloat16", 128, device="cpu")
+    assert 0.0 <= tol["agreement"] <= 1.0 and tol["noise"] >= 0.0
+    assert tol["floor"] == pytest.approx(tol["agreement"] - 0.10, abs=1e-4)
+    assert tol["tie"] == pytest.approx(max(1e-3, 2 * tol["noise"]), abs=1e-5)
