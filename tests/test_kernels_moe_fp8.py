@@ -35,7 +35,8 @@ from ._triton import load_triton  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
 FP8 = torch.float8_e4m3fn
-KERNEL_MODULES = ("_moe_align_kernels", "_fp8_kernels", "_fp8_gemm_kernels")
+KERNEL_MODULES = ("_moe_align_kernels", "_fp8_kernels", "_fp8_gemm_kernels",
+                  "_moe_gate_kernels")
 
 
 NO_TRITON = load_triton(KERNEL_MODULES, HAS_CUDA)
@@ -553,10 +554,10 @@ def gate_data(experts: int, groups: int, tokens: int, seed: int
 
 @pytest.mark.parametrize("case", GATE_CASES, ids=lambda c: "e{}-g{}-kg{}-k{}-s{}".format(*c))
 @pytest.mark.parametrize("scale_output", [False, True], ids=["", "scaled"])
-def test_moe_fused_gate(case: tuple[int, int, int, int, int], scale_output: bool) -> None:
+def test_moe_fused_gate(dev: str, case: tuple[int, int, int, int, int],
+                        scale_output: bool) -> None:
     """Exact ids and float32 weights against the float64 reference, on data where fp32
-    cannot reorder anything (:func:`gate_data`).  One backend: the op is plain torch."""
-    dev = "cuda" if HAS_CUDA else "cpu"
+    cannot reorder anything (:func:`gate_data`)."""
     experts, groups, topk_group, topk, shared = case
     tokens = 9
     x, bias = gate_data(experts, groups, tokens, experts + topk)
@@ -572,16 +573,16 @@ def test_moe_fused_gate(case: tuple[int, int, int, int, int], scale_output: bool
                                    rtol=2e-6, atol=0)
 
 
-def test_moe_fused_gate_ties() -> None:
+def test_moe_fused_gate_ties(dev: str) -> None:
     """Equal group scores keep the lower groups; equal experts go in index order; with one
     expert per group every group scores -FLT_MAX (no second value), so the lowest
     ``topk_group`` groups are kept whatever their expert's score, as in sgl-kernel."""
-    x = torch.zeros(2, 16)
+    x = torch.zeros(2, 16, device=dev)
     x[1, 13] = 1.0  # group 3 (of 4) now scores highest, and expert 13 comes first
-    weights, ids = K.moe_fused_gate(x, torch.zeros(16), 4, 2, 3)
+    weights, ids = K.moe_fused_gate(x, torch.zeros(16, device=dev), 4, 2, 3)
     assert ids.tolist() == [[0, 1, 2], [13, 0, 1]]
     assert weights[0].tolist() == pytest.approx([1 / 3] * 3, rel=1e-6)
-    _, ids = K.moe_fused_gate(x, torch.zeros(16), 16, 2, 2)
+    _, ids = K.moe_fused_gate(x, torch.zeros(16, device=dev), 16, 2, 2)
     assert ids.tolist() == [[0, 1], [0, 1]]
 
 

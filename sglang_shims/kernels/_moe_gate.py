@@ -23,8 +23,8 @@ Why not sglang's own ``biased_grouped_topk_impl``: it is what sglang runs where 
 kernel does not apply, but it is not the same function -- it picks the shared expert
 at random, renormalises only when asked, leaves the order of equal scores to
 ``torch.topk``, and is wrapped in ``torch.compile`` (a compile on first call).  So this
-is written here, in plain torch on every device (a handful of launches per call; a
-single Triton kernel is future work).  Refused loudly: an expert count not divisible by
+is written here: one Triton kernel (``_moe_gate_kernels``), and plain torch (stable
+sorts) for CPU tensors or without Triton.  Refused loudly: an expert count not divisible by
 the group count, more routed picks than the kept groups hold, and what newer kernels
 added (sglang 0.5.16+ passes ``renormalize`` and ``scoring_func`` as keywords, and
 ``None`` for the bias in its bias-free grouped top-k): only the values that mean the
@@ -34,6 +34,9 @@ added (sglang 0.5.16+ passes ``renormalize`` and ``scoring_func`` as keywords, a
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
+
+from ._common import next_pow2, use_triton
+from ._compile_lock import launch, sizes
 
 if TYPE_CHECKING:
     import torch
@@ -80,6 +83,9 @@ def moe_fused_gate(input_tensor: torch.Tensor, bias: torch.Tensor, num_expert_gr
     if not 0 < routed <= topk_group * per_group or shared < 0:
         raise ValueError(f"{name}: topk={topk} with {shared} shared experts does not fit "
                          f"{topk_group} groups of {per_group} experts")
+    if use_triton(input_tensor) and tokens:
+        return _triton(input_tensor, bias, groups, int(topk_group), routed, shared,
+                       float(routed_scaling_factor), bool(apply_routed_scaling_factor_on_output))
     dtype = input_tensor.dtype
     scores = torch.sigmoid(input_tensor.float()).to(dtype)
     biased = scores + bias  # in the input dtype, as sgl-kernel
@@ -107,3 +113,31 @@ def moe_fused_gate(input_tensor: torch.Tensor, bias: torch.Tensor, num_expert_gr
     if apply_routed_scaling_factor_on_output:
         weights = weights * routed_scaling_factor
     return weights, ids.to(torch.int32)
+
+
+def _triton(x: torch.Tensor, bias: torch.Tensor, groups: int, topk_group: int, routed: int,
+            shared: int, factor: float, apply_scale: bool
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    import torch
+    import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    from . import _moe_gate_kernels
+
+    tokens, experts = x.shape
+    if x.stride(1) != 1:
+        x = x.contiguous()
+    bias = bias.contiguous()
+    k = routed + shared
+    weights = torch.empty((tokens, k), dtype=torch.float32, device=x.device)
+    ids = torch.empty((tokens, k), dtype=torch.int32, device=x.device)
+    block_e = next_pow2(experts)
+    block_m = max(1, min(next_pow2(tokens), 4096 // block_e))
+    grid = (triton.cdiv(tokens, block_m),)
+    key = ("moe_fused_gate", x.dtype, groups, topk_group, routed, shared, apply_scale,
+           block_m, block_e, sizes(tokens))
+    launch(key, lambda: _moe_gate_kernels.moe_fused_gate_kernel[grid](
+        x, bias, weights, ids, tokens, experts, x.stride(0), factor,
+        GROUPS=groups, PER_GROUP=experts // groups, TOPK_GROUP=topk_group, ROUTED=routed,
+        SHARED=shared, APPLY_SCALE=apply_scale, BLOCK_M=block_m, BLOCK_E=block_e,
+        G_BLOCK=next_pow2(groups), K_BLOCK=next_pow2(k)))
+    return weights, ids
