@@ -14,6 +14,8 @@
 # Which sglang is tested is which site.tar.xz is carried; which modes and tiers, the
 # arguments (default: every mode, the three speed tiers, CUDA graphs on, and the kernel
 # table).  Results land in OUT: e2e.md, e2e.json, kernels.md, logs.tar.gz.
+# MoE and FP8 through the fallback (issue 17): the one-call command and its expected time
+# are in benchmarks/README.md ("MoE and FP8 through the fallback").
 set -uo pipefail
 carry=${1:?usage: gpu_e2e.sh CARRY OUT [e2e args]}; out=${2:?usage: gpu_e2e.sh CARRY OUT}
 shift 2
