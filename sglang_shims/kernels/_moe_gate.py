@@ -1,6 +1,6 @@
 """``moe_fused_gate``: DeepSeek-style grouped top-k routing with a correction bias.
 
-sglang's ``biased_grouped_topk_gpu`` (``layers/moe/topk.py``, 0.5.1 to 0.5.17) calls
+sglang's ``biased_grouped_topk_gpu`` (``layers/moe/topk.py``, 0.5.1 to 0.5.15.post1) calls
 ``moe_fused_gate(gating_output.float(), correction_bias, num_expert_group, topk_group,
 topk, num_fused_shared_experts, routed_scaling_factor,
 apply_routed_scaling_factor_on_output)`` on CUDA when the experts per group are at most
@@ -24,11 +24,13 @@ kernel does not apply, but it is not the same function -- it picks the shared ex
 at random, renormalises only when asked, leaves the order of equal scores to
 ``torch.topk``, and is wrapped in ``torch.compile`` (a compile on first call).  So this
 is written here: one Triton kernel (``_moe_gate_kernels``), and plain torch (stable
-sorts) for CPU tensors or without Triton.  Refused loudly: an expert count not divisible by
-the group count, more routed picks than the kept groups hold, and what newer kernels
-added (sglang 0.5.16+ passes ``renormalize`` and ``scoring_func`` as keywords, and
-``None`` for the bias in its bias-free grouped top-k): only the values that mean the
-0.3.x routing above are accepted.
+sorts) for CPU tensors or without Triton.
+
+Refused loudly: an expert count not divisible by the group count, more routed picks than
+the kept groups hold, and what newer kernels added (``renormalize``, ``scoring_func``, a
+``None`` bias; in the wheels, sglang 0.5.16+ passes them only on its XPU paths: on CUDA
+it calls its own Triton gate from 0.5.16 and the 8-argument form before): only the
+values that mean the 0.3.x routing above are accepted.
 """
 
 from __future__ import annotations
