@@ -602,6 +602,31 @@ def test_moe_fused_gate_rejects() -> None:
         K.moe_fused_gate(x, None, 4, 2, 2)
 
 
+def test_kernels_read_only_constexpr_globals() -> None:
+    """A module-level value a ``@triton.jit`` function reads must be ``tl.constexpr``: the
+    GPU compiler refuses anything else, while Triton's CPU interpreter (where CI runs the
+    kernels) lets it through -- the first GPU run of moe_fused_gate's kernel failed so."""
+    import ast
+    from pathlib import Path
+
+    folder = Path(K.__file__).parent
+    offenders = []
+    for path in sorted(folder.glob("_*_kernels.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        plain = {t.id for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
+                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                 if isinstance(t, ast.Name) and not (
+                     isinstance(node.value, ast.Call)
+                     and ast.unparse(node.value.func).endswith("constexpr"))}
+        for fn in tree.body:
+            if isinstance(fn, ast.FunctionDef) and any(
+                    ast.unparse(d).endswith("jit") for d in fn.decorator_list):
+                read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
+                        and isinstance(n.ctx, ast.Load)}
+                offenders += [f"{path.name}:{fn.name} reads {name}" for name in read & plain]
+    assert not offenders, offenders
+
+
 # ------------------------------------------------------------------ how the ops are served
 
 NEW_OPS = ("moe_align_block_size", "moe_sum", "moe_sum_reduce", "sgl_per_token_group_quant_fp8",
