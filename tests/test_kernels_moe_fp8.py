@@ -473,6 +473,11 @@ def test_fp8_blockwise_routes_to_sglangs_triton(gen: torch.Generator,
     assert got_b.data_ptr() == weight.data_ptr() and tuple(got_b.shape) == (128, 256)
     assert got_b.is_contiguous() and tuple(got_bs.shape) == (1, 2)
     assert got_bs.data_ptr() == w_scale.data_ptr()
+    launched: list[str] = []
+    monkeypatch.setattr(_fp8_gemm, "_launch", lambda op, *args: launched.append(op))
+    row_major_b = weight.t().contiguous()  # [K, N] row-major: sglang's kernel wants [N, K]
+    K.fp8_blockwise_scaled_mm(a, row_major_b, x_scale, w_scale.t(), torch.bfloat16)
+    assert len(calls) == 1 and launched == ["fp8_blockwise_scaled_mm"], "not ours"
     monkeypatch.setitem(sys.modules, module.__name__, types.ModuleType(module.__name__))
     monkeypatch.setattr(_fp8_gemm, "use_triton", lambda t: False)
     K.fp8_blockwise_scaled_mm(a, weight.t(), x_scale, w_scale.t(), torch.bfloat16)
