@@ -54,8 +54,9 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def paths(pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
+def release_paths(pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
+    """PYTHONPATH entries for sglang 0.5.17 on CI's environment: its own pins first, then
+    the wheel (also what tests/test_model_forward.py runs 0.5.17's models on)."""
     for module in ("torch", "fastapi", "zmq"):
         need(module)
     from sglang_shims.testing import wheels
@@ -65,6 +66,11 @@ def paths(pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
     except RuntimeError as exc:
         pytest.fail(str(exc))
     return (*(pypi_release(dist, version) for dist, version in WHEELS), sglang)
+
+
+@pytest.fixture(scope="module")
+def paths(pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
+    return release_paths(pypi_release)
 
 
 def import_graph(paths: tuple[Path, ...], **env: str) -> Result:

@@ -1,21 +1,25 @@
 # Harness run in a subprocess by tests/test_model_forward.py (after conftest.FAKE_CUDA):
-# sglang 0.5.1's own Qwen3 and Llama classes serve a ragged batch of 8 prompts -- one
-# prefill, then decode steps -- through sglang's real KV-cache pools and one of its real
-# attention backends (H2_BACKEND: torch_native, or triton run by TRITON_INTERPRET), on
-# transformers' weights.  Prints, per model, the greedy tokens' agreement with
-# transformers' generate() and the largest logit difference against transformers run
-# teacher-forced on sglang's own continuation.  Test-only: not part of the package.
-import contextlib, dataclasses, importlib, json, os, types
+# sglang's own Qwen3 and Llama classes (0.5.1, and 0.5.17 with its moved-around set-up)
+# serve a ragged batch of 8 prompts -- one prefill, then decode steps -- through sglang's
+# real KV-cache pools and one of its real attention backends (H2_BACKEND: torch_native, or
+# triton run by TRITON_INTERPRET), on transformers' weights.  Prints, per model, the greedy
+# tokens' agreement with transformers' generate() and the largest logit difference against
+# transformers run teacher-forced on sglang's own continuation.  Test-only: not part of
+# the package.  It fakes what a CUDA machine and sglang's scheduler would set up, never a
+# version skew.
+import contextlib, dataclasses, importlib, inspect, json, os, types
 import torch
 
 class _Stream:
     def __init__(self, *a, **k): pass
     def wait_stream(self, *a, **k): pass
+    def synchronize(self): pass
 torch.cuda.Stream = _Stream
 torch.cuda.current_stream = lambda *a, **k: _Stream()
 torch.cuda.stream = lambda s=None: contextlib.nullcontext()
 importlib.import_module("sglang.srt.configs.model_config")
 import sgl_kernel
+from sglang.srt import server_args as sa_module
 from sglang.srt.distributed import parallel_state as ps
 from sglang.srt.layers import dp_attention
 from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
@@ -26,32 +30,86 @@ BACKEND = os.environ["H2_BACKEND"]
 HEADS, KV_HEADS, HEAD_DIM, LAYERS = 4, 2, 64, 2
 LENS = [5, 17, 33, 9, 40, 12, 21, 3]   # ragged, not multiples of any block size
 STEPS = 4                              # decode steps after the prefill
-ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                distributed_init_method="file://" + __import__("tempfile").mkdtemp() + "/store")
-ps.initialize_model_parallel(tensor_model_parallel_size=1)
+
+
+def call(fn, **kw):
+    """``fn`` with the keywords it takes (releases add and drop set-up parameters)."""
+    params = inspect.signature(fn).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        kw = {k: v for k, v in kw.items() if k in params}
+    return fn(**kw)
+
+
+def server_args():
+    """sglang's ServerArgs with its field defaults (``__post_init__`` would probe the model
+    and the GPU), registered as the global one where the release has that (0.5.17 reads
+    it in its layers)."""
+    cls = sa_module.ServerArgs
+    sa = cls.__new__(cls)
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING: setattr(sa, f.name, f.default)
+        elif f.default_factory is not dataclasses.MISSING: setattr(sa, f.name, f.default_factory())
+        else: setattr(sa, f.name, None)
+    sa.model_path, sa.device, sa.attention_backend = "dummy", "cpu", BACKEND
+    sa.tp_size, sa.dp_size, sa.pp_size, sa.page_size = 1, 1, 1, 1
+    sa.triton_attention_num_kv_splits = 8
+    if hasattr(sa, "cuda_graph_config"):  # 0.5.17: filled by __post_init__
+        from sglang.srt.model_executor.cuda_graph_config import default_cuda_graph_config
+        sa.cuda_graph_config = default_cuda_graph_config()
+    setter = getattr(sa_module, "set_global_server_args_for_scheduler", None)
+    if setter is not None:
+        setter(sa)
+    return sa
+
+
+SERVER_ARGS = server_args()
+with contextlib.suppress(ImportError):  # 0.5.17: the config the scheduler publishes
+    call(importlib.import_module("sglang.srt.runtime_context").publish,
+         server_args=SERVER_ARGS, role="scheduler")
+_cuda_alike = getattr(ps, "is_cuda_alike", None)
+if _cuda_alike is not None:  # the groups live on the CPU (else tensors go to cuda:0)
+    ps.is_cuda_alike = lambda: False
+call(ps.init_distributed_environment, world_size=1, rank=0, local_rank=0, backend="gloo",
+     distributed_init_method="file://" + __import__("tempfile").mkdtemp() + "/store")
+call(ps.initialize_model_parallel, tensor_model_parallel_size=1)
+if _cuda_alike is not None:
+    ps.is_cuda_alike = _cuda_alike
 dp_attention.initialize_dp_attention(
-    server_args=types.SimpleNamespace(enable_dp_attention=False, tp_size=1, dp_size=1,
-                                      moe_dense_tp_size=None, pp_size=1, device="cpu"),
-    model_config=types.SimpleNamespace(hidden_size=256, dtype=torch.float32))
+    server_args=SERVER_ARGS,
+    model_config=types.SimpleNamespace(hidden_size=256, dtype=torch.float32,
+                                       hf_config=types.SimpleNamespace()))
 g = torch.Generator().manual_seed(7)
 PROMPTS = [torch.randint(3, 128, (n,), generator=g).tolist() for n in LENS]
 
 
-def runner():
+def forward_context(mr):
+    """What ModelRunner publishes around each forward from 0.5.17 on; nothing before."""
+    try:
+        fc = importlib.import_module("sglang.srt.model_executor.forward_context")
+    except ImportError:
+        return contextlib.nullcontext()
+    return fc.forward_context(fc.ForwardContext(attn_backend=mr.attn_backend))
+
+
+def runner(hf_config):
     """What sglang's backends read from a ModelRunner, with real pools on the CPU."""
+    from sglang.srt.configs.model_config import AttentionArch
     mr = types.SimpleNamespace(
         device="cpu", gpu_id=0, sliding_window_size=None, token_to_kv_pool_allocator=None,
-        req_to_token_pool=ReqToTokenPool(size=16, max_context_len=256, device="cpu",
-                                         enable_memory_saver=False),
-        token_to_kv_pool=MHATokenToKVPool(size=2048, page_size=1, dtype=torch.float32,
-                                          head_num=KV_HEADS, head_dim=HEAD_DIM, layer_num=LAYERS,
-                                          device="cpu", enable_memory_saver=False),
-        server_args=types.SimpleNamespace(speculative_num_draft_tokens=None, page_size=1,
-                                          speculative_num_steps=None,
-                                          triton_attention_num_kv_splits=8),
+        req_to_token_pool=call(ReqToTokenPool, size=16, max_context_len=256, device="cpu",
+                               enable_memory_saver=False),
+        token_to_kv_pool=call(MHATokenToKVPool, size=2048, page_size=1, dtype=torch.float32,
+                              head_num=KV_HEADS, head_dim=HEAD_DIM, layer_num=LAYERS,
+                              device="cpu", enable_memory_saver=False),
+        server_args=SERVER_ARGS,
         model_config=types.SimpleNamespace(num_attention_heads=HEADS, context_len=256,
                                            get_num_kv_heads=lambda tp: KV_HEADS,
-                                           is_encoder_decoder=False))
+                                           get_max_num_attention_heads=lambda: HEADS,
+                                           is_encoder_decoder=False, hf_config=hf_config,
+                                           attention_arch=AttentionArch.MHA,
+                                           v_head_dim=HEAD_DIM, swa_v_head_dim=HEAD_DIM,
+                                           linear_attn_registry_result=None),
+        is_draft_worker=False)
     if BACKEND == "triton":
         from sglang.srt.layers.attention.triton_backend import TritonAttnBackend as Backend
     else:
@@ -81,7 +139,7 @@ def serve(model, mr):
     free = iter(range(1, 2048))                  # slot 0 is sglang's padding slot
     slots = [torch.tensor([next(free) for _ in range(n)]) for n in LENS]
     for i, s in enumerate(slots):
-        table[i, :len(s)] = s.to(torch.int32)
+        table[i, :len(s)] = s.to(table.dtype)
     fb = batch(mr, ForwardMode.EXTEND, input_ids=torch.tensor(sum(PROMPTS, [])),
                positions=torch.cat([torch.arange(n) for n in LENS]), seq_lens=torch.tensor(LENS),
                extend_seq_lens=torch.tensor(LENS, dtype=torch.int32), extend_seq_lens_cpu=LENS,
@@ -92,7 +150,7 @@ def serve(model, mr):
     lens, tokens, logits = list(LENS), [[] for _ in LENS], [[] for _ in LENS]
     for step in range(STEPS + 1):
         mr.attn_backend.init_forward_metadata(fb)
-        with torch.no_grad():
+        with torch.no_grad(), forward_context(mr):
             out = model(fb.input_ids, fb.positions, fb).next_token_logits
         for i, row in enumerate(out):
             logits[i].append(row.clone()); tokens[i].append(int(row.argmax()))
@@ -121,7 +179,7 @@ for label, module, name in (("qwen3", "sglang.srt.models.qwen3", "Qwen3ForCausal
     with torch.no_grad():
         hf.lm_head.weight.mul_(4.0)             # peakier logits: fewer near-ties
     model.load_weights(list(hf.state_dict().items()))
-    tokens, logits = serve(model, runner())
+    tokens, logits = serve(model, runner(cfg))
     worst, identical = 0.0, 0
     for i, prompt in enumerate(PROMPTS):
         with torch.no_grad():
@@ -131,5 +189,7 @@ for label, module, name in (("qwen3", "sglang.srt.models.qwen3", "Qwen3ForCausal
         worst = max(worst, float((torch.stack(logits[i]) - ref).abs().max()))
         identical += greedy == tokens[i]
     result[label] = {"max_logit_diff": worst, "identical": identical, "of": len(PROMPTS)}
+import sglang_shims
 print(json.dumps({"backend": BACKEND, "models": result,
-                  "fallback": getattr(sgl_kernel, "__sglang_shims_fallback__", None)}))
+                  "fallback": getattr(sgl_kernel, "__sglang_shims_fallback__", None),
+                  "states": {k: v["state"] for k, v in sglang_shims.status().items()}}))
