@@ -15,7 +15,13 @@ plain-PyTorch path) and ``triton`` (on CUDA with a GPU, else Triton's CPU interp
   0.1% of the values.  ``test_fp8_ties_round_to_even`` feeds exact midpoints, where no
   such slack exists, and wants torch's bits exactly.
 
-Run time: ~10 s on the 2-core VM (interpreter, small shapes), plus ~15 s for the two
+* FP8 matmuls: float64 products of the dequantised operands, within one output step plus
+  the fp32 accumulation bound (see :func:`assert_matmul`).
+* ``moe_fused_gate``: a plain-Python float64 reference of sgl-kernel's rules, exact ids,
+  on data fp32 cannot reorder; the tie rules by hand.
+* ``doctor --model-path``: the ops per model family, as docs/fallback-ops.md reads them.
+
+Run time: ~15 s on the 2-core VM (interpreter, small shapes), plus ~15 s for the two
 wheel scans of ``test_opset_data_matches_the_wheels`` (marker ``wheels``).
 """
 
