@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FAKE_CUDA, need, run_python
+from .conftest import FAKE_CUDA, Result, need, run_python
 from .test_serving_graph_0517 import release_paths
 
 pytestmark = pytest.mark.wheels
@@ -50,11 +50,16 @@ def sglang0517(pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
     return release_paths(pypi_release)
 
 
-def serve(paths: tuple[Path, ...], tier: str, attention: str) -> dict[str, object]:
-    env = {"H2_BACKEND": attention}
+def run_harness(paths: tuple[Path, ...], tier: str, attention: str, **env: str) -> Result:
+    """The harness in a fresh interpreter; ``env`` on top (``SGLANG_SHIMS_DISABLE=...``)."""
+    env = {"H2_BACKEND": attention, **env}
     env.update({"TRITON_INTERPRET": "1"} if tier != "torch"
                else {"SGLANG_SHIMS_KERNEL_BACKEND": "torch"})
-    result = run_python(SERVE, paths=paths, env=env, timeout=900)
+    return run_python(SERVE, paths=paths, env=env, timeout=900)
+
+
+def serve(paths: tuple[Path, ...], tier: str, attention: str) -> dict[str, object]:
+    result = run_harness(paths, tier, attention)
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert isinstance(data, dict)
