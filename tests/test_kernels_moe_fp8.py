@@ -720,8 +720,9 @@ def test_doctor_model_ops(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_doctor_model_ops_unreadable(tmp_path: object) -> None:
-    """A missing config, a folder named config.json, a file over 1 MiB: one warning each,
-    never an exception."""
+    """A missing config, a folder named config.json, a file over 1 MiB, a FIFO, a JSON list:
+    one warning each, never an exception or a hang."""
+    import os
     from pathlib import Path
 
     from sglang_shims.cli.doctor.model_ops import check_model
@@ -730,7 +731,12 @@ def test_doctor_model_ops_unreadable(tmp_path: object) -> None:
     (base / "dir" / "config.json").mkdir(parents=True)
     (base / "big").mkdir()
     (base / "big" / "config.json").write_text("{" + " " * (1 << 20) + "}", encoding="utf-8")
-    for folder in (base / "none", base / "dir" / "config.json", base / "big"):
+    (base / "fifo").mkdir()
+    os.mkfifo(base / "fifo" / "config.json")  # opening it for reading must not block
+    (base / "list").mkdir()
+    (base / "list" / "config.json").write_text("[1, 2]", encoding="utf-8")
+    for folder in (base / "none", base / "dir" / "config.json", base / "big", base / "fifo",
+                   base / "list"):
         (finding,) = check_model(str(folder))
         assert finding.level == "warn" and "could not read" in finding.detail, folder
 

@@ -9,6 +9,7 @@ request.  Said here from the model's ``config.json`` (read, never executed), usi
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -54,12 +55,14 @@ def check_model(model_path: str) -> list[Finding]:
 
 def _read_config(path: Path) -> dict[str, object]:
     """``config.json`` as a dict: a regular file (links allowed, as in a Hugging Face cache)
-    of at most 1 MiB."""
+    of at most 1 MiB, judged on the opened file (``fstat``), opened without blocking, so a
+    FIFO or device swapped in after a look can neither hang doctor nor feed it endlessly."""
     file = path / "config.json" if path.is_dir() else path
-    info = file.stat()
-    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CONFIG:
-        raise ValueError(f"{file} is not a regular file of at most 1 MiB")
-    with file.open("rb") as handle:
+    fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CONFIG:
+            raise ValueError(f"{file} is not a regular file of at most 1 MiB")
         data = json.loads(handle.read(MAX_CONFIG + 1))
     if not isinstance(data, dict):
         raise ValueError(f"{file} does not hold a JSON object")
