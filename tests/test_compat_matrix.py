@@ -272,3 +272,46 @@ def test_ci_sample(release: str, flavour: str, mode: str, sample_data: dict[str,
         assert "sgl-kernel-triton-fallback" in cell["acted"]
     else:
         assert recorded == "fail"
+
+
+def _probe_function(name: str) -> Callable[..., Any]:
+    """One top-level function of the matrix probe (a script, so it cannot be imported)."""
+    import ast
+
+    source = run.PROBE.read_text(encoding="utf-8")
+    (node,) = [n for n in ast.parse(source).body
+               if isinstance(n, ast.FunctionDef) and n.name == name]
+    namespace: dict[str, Any] = {"contextlib": __import__("contextlib"),
+                                 "dataclasses": __import__("dataclasses")}
+    exec(compile(ast.Module(body=[node], type_ignores=[]), str(run.PROBE), "exec"), namespace)
+    function: Callable[..., Any] = namespace[name]
+    return function
+
+
+def test_probe_builds_a_msgspec_server_args_without_post_init(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """sglang 0.5.20+ define ServerArgs as a msgspec Struct (``msgspec.defstruct``), where
+    ``cls.__new__(cls)`` is refused and ``__post_init__`` (which probes the model and the
+    GPU) runs on every construction: the probe must still hand the model check one."""
+    import sys
+    import types
+
+    msgspec = pytest.importorskip("msgspec")
+
+    def post_init(self: Any) -> None:
+        raise AssertionError("__post_init__ ran")
+
+    server_args_cls = msgspec.defstruct(
+        "ServerArgs", [("model_path", str), ("tp_size", int, 8), ("device", str, "cuda"),
+                       ("attention_backend", str, "flashinfer"), ("dp_size", int, 1),
+                       ("pp_size", int, 1), ("page_size", int, 16)],
+        namespace={"__post_init__": post_init}, dict=True)
+    module = types.ModuleType("sglang.srt.server_args")
+    module.ServerArgs = server_args_cls  # type: ignore[attr-defined]
+    for name in ("sglang", "sglang.srt"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setattr(sys.modules["sglang.srt"], "server_args", module, raising=False)
+    monkeypatch.setitem(sys.modules, "sglang.srt.server_args", module)
+    sa = _probe_function("server_args")()
+    assert isinstance(sa, server_args_cls)
+    assert (sa.model_path, sa.device, sa.tp_size, sa.page_size) == ("dummy", "cpu", 1, 1)

@@ -92,11 +92,19 @@ def server_args():
     model and the GPU), registered as the global one where the release has that."""
     from sglang.srt import server_args as module
     cls = module.ServerArgs
-    sa = cls.__new__(cls)
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING: setattr(sa, f.name, f.default)
-        elif f.default_factory is not dataclasses.MISSING: setattr(sa, f.name, f.default_factory())
-        else: setattr(sa, f.name, None)
+    if dataclasses.is_dataclass(cls):
+        sa = cls.__new__(cls)
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING: setattr(sa, f.name, f.default)
+            elif f.default_factory is not dataclasses.MISSING:
+                setattr(sa, f.name, f.default_factory())
+            else: setattr(sa, f.name, None)
+    else:  # 0.5.20+: a msgspec Struct, whose __post_init__ runs on every construction
+        import msgspec
+
+        class Bare(cls):  # the same fields and defaults, and no __post_init__
+            def __post_init__(self): pass
+        sa = Bare(**{f.name: None for f in msgspec.structs.fields(cls) if f.required})
     sa.model_path, sa.device, sa.attention_backend = "dummy", "cpu", "torch_native"
     sa.tp_size, sa.dp_size, sa.pp_size, sa.page_size = 1, 1, 1, 1
     if hasattr(sa, "cuda_graph_config"):  # 0.5.17+: filled by __post_init__
