@@ -54,15 +54,18 @@ print(json.dumps(out))
 """
 
 
-def release_paths(pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
+def release_paths(pypi_release: Callable[[str, str], Path],
+                  sglang_version: str = SGLANG) -> tuple[Path, ...]:
     """PYTHONPATH entries for sglang 0.5.17 on CI's environment: its own pins first, then
-    the wheel (also what tests/test_model_forward.py runs 0.5.17's models on)."""
+    the wheel (also what tests/test_model_forward.py runs 0.5.17's models on).  Another
+    ``sglang_version`` gets the same environment (the JIT-kernel patch tests run 0.5.13's
+    models on it, rather than resolve and install 0.5.13's own 1.7 GB one)."""
     for module in ("torch", "fastapi", "zmq"):
         need(module)
     from sglang_shims.testing import wheels
 
     try:
-        sglang = wheels.unpack("sglang", SGLANG, pip_args=FOR_PY312)
+        sglang = wheels.unpack("sglang", sglang_version, pip_args=FOR_PY312)
     except RuntimeError as exc:
         pytest.fail(str(exc))
     return (*(pypi_release(dist, version) for dist, version in WHEELS), sglang)

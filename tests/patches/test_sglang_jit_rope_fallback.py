@@ -1,45 +1,55 @@
 """sglang-jit-rope-fallback: sglang 0.5.9's and 0.5.13's own Qwen3 and Llama serve with no
 kernel installed.
 
-The real sglang wheel in the environment it declares (the compatibility matrix's overlay:
-flashinfer-python, apache-tvm-ffi, ...), today's torch, no sgl_kernel: the Triton fallback
-stands in for sgl_kernel, and RoPE -- which these releases run through their own JIT CUDA
-kernel in ``sglang.jit_kernel.rope`` -- goes to the fallback's RoPE: for 0.5.9 the function
-with sgl-kernel's parameters, for 0.5.10-0.5.16 (0.5.13 here) the adapter for sglang's
-new ones.  The matrix's model check (one prefill and two decode steps through sglang's
-model classes, KV pools and torch-native attention, tokens checked against transformers)
-must pass; with only this patch disabled it must fail at that release's JIT op.
+No sgl_kernel: the Triton fallback stands in for it, and RoPE -- which these releases run
+through their own JIT CUDA kernel in ``sglang.jit_kernel.rope`` (nvcc at the first call, a
+CUDA-only torch op) -- goes to the fallback's RoPE: for 0.5.9 the function with
+sgl-kernel's parameters, for 0.5.10-0.5.16 the stand-in for sglang's new ones.
+
+* 0.5.9, in the environment it declares (the compatibility matrix's overlay): the matrix's
+  model check (one prefill and two decode steps through sglang's model classes, KV pools
+  and torch-native attention, bf16, tokens checked against transformers) passes, and with
+  only this patch disabled fails at 0.5.9's JIT op.
+* 0.5.13 (its MLP also needs ``sglang-jit-activation-fallback``), on the environment the
+  0.5.17 tests build: ``tests/test_model_forward.py``'s batch (8 prompts, prefill and 4
+  decode steps, float32) gives every greedy token of transformers, and with only this
+  patch disabled stops at 0.5.13's JIT op.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ..conftest import FAKE_CUDA, need, run_python
+from ..test_model_forward import run_harness, serve
+from ..test_serving_graph_0517 import release_paths
 
 pytestmark = pytest.mark.wheels
 
 PROBE = Path(__file__).resolve().parent.parent / "data" / "matrix_probe.py"
 PATCH = "sglang-jit-rope-fallback"
-# release -> the JIT op its first RoPE dies in stock
-RELEASES = {"0.5.9": "sglang::apply_rope_pos_ids_cos_sin_cache_without_kv_cache",
-            "0.5.13": "sglang::apply_rope_inplace"}
 
 
-@pytest.fixture(scope="module", params=sorted(RELEASES))
-def release(request: pytest.FixtureRequest) -> tuple[str, tuple[Path, ...]]:
+@pytest.fixture(scope="module")
+def paths() -> tuple[Path, ...]:
     for module in ("torch", "transformers", "fastapi", "zmq", "uv"):
         need(module)
     from sglang_shims.testing import wheels
 
     from ..matrix import run
 
-    version = str(request.param)
-    root = wheels.unpack("sglang", version)
-    return version, (run.overlay(version, root, None) / "site", root)
+    root = wheels.unpack("sglang", "0.5.9")
+    return (run.overlay("0.5.9", root, None) / "site", root)
+
+
+@pytest.fixture(scope="module")
+def sglang0513(pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
+    need("transformers")
+    return release_paths(pypi_release, "0.5.13")
 
 
 def model_check(paths: tuple[Path, ...], **env: str) -> dict[str, object]:
@@ -52,20 +62,31 @@ def model_check(paths: tuple[Path, ...], **env: str) -> dict[str, object]:
     return data
 
 
-def test_model_serves_through_the_fallback_rope(release: tuple[str, tuple[Path, ...]]) -> None:
-    data = model_check(release[1])
+def test_model_serves_through_the_fallback_rope(paths: tuple[Path, ...]) -> None:
+    data = model_check(paths)
     assert data["kernel_loaded"] == "fallback"
     assert PATCH in data["acted"], data
-    # from 0.5.11 the MLP runs sglang's JIT activation too (sglang-jit-activation-fallback)
-    assert ("sglang-jit-activation-fallback" in data["acted"]) == (release[0] != "0.5.9"), data
     model = data["model"]
     assert isinstance(model, dict) and model["ok"] is True, model
 
 
-def test_without_the_patch_the_first_rope_fails(release: tuple[str, tuple[Path, ...]]) -> None:
-    version, paths = release
+def test_without_the_patch_the_first_rope_fails(paths: tuple[Path, ...]) -> None:
     data = model_check(paths, SGLANG_SHIMS_DISABLE=PATCH)
     assert PATCH not in data["acted"]
     model = data["model"]
     assert isinstance(model, dict) and model["ok"] is False
-    assert RELEASES[version] in str(model["error"]), json.dumps(model)
+    assert "sglang::apply_rope_pos_ids_cos_sin_cache_without_kv_cache" in str(model["error"]), \
+        json.dumps(model)
+
+
+def test_0513_batch_matches_transformers(sglang0513: tuple[Path, ...]) -> None:
+    states = serve(sglang0513, "torch", "torch_native")["states"]
+    assert isinstance(states, dict)
+    wanted = (PATCH, "sglang-jit-activation-fallback")
+    assert {p: states[p] for p in wanted} == {p: "applied" for p in wanted}, states
+
+
+def test_0513_without_the_patch_the_first_rope_fails(sglang0513: tuple[Path, ...]) -> None:
+    result = run_harness(sglang0513, "torch", "torch_native", SGLANG_SHIMS_DISABLE=PATCH)
+    assert result.returncode != 0
+    assert "sglang::apply_rope_inplace" in result.stderr, result.stderr[-3000:]
