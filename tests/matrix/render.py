@@ -16,7 +16,7 @@ from typing import Any
 from sglang_shims.cli.doctor.tested import tidy
 
 from ..conftest import REPO
-from .run import DATA, RELAX, load
+from .run import DATA, RELAX, load, replacements
 
 MD = REPO / "docs" / "compatibility.md"
 SVG = REPO / "docs" / "compatibility.svg"
@@ -177,41 +177,76 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-# What a recurring first error means, for the gaps section (the pattern, then the cause).
+# What a recurring first error means, for the gaps section: (the pattern, what kind of gap,
+# the cause).  Kinds: a shim gap (a patch or the fallback can close it), no verdict (this CPU
+# machine cannot run what a GPU would), harness (the probe's own limit), cannot be shimmed.
+SHIM_GAP, NO_VERDICT, HARNESS = "Shim gap", "No verdict on CPU", "Harness"
 CAUSES = [
-    (r"cannot import name '\w+' from 'sgl_kernel'",
-     "sglang imports this name from `sgl_kernel` at module level, and that kernel release"
-     " does not export it (removed in a later kernel, or added after it)."),
-    (r"not checkable on CPU",
+    (r"cannot import name '\w+' from 'sgl_kernel'", SHIM_GAP,
+     "sglang imports this name from `sgl_kernel` at module level and that kernel release does"
+     " not export it (removed in a later kernel, or added after it). `sgl-kernel-missing-"
+     "symbols` provides such names from the export data of every kernel; a cell that still"
+     " shows this was run on a commit before it covered the name (the commit is listed)."),
+    (r"not checkable on CPU: sglang's own JIT", NO_VERDICT,
      "From 0.5.9 sglang's RoPE runs its own JIT CUDA kernel (`sglang.jit_kernel`, later"
-     " `sglang.kernels`; nvcc at first call), registered for CUDA only: this CPU run cannot"
-     " execute it, and the fallback has no stand-in for sglang's own JIT ops yet."),
-    (r"No module named 'sgl_kernel'",
-     "`sgl-kernel-triton-fallback` stands in for a missing kernel on sglang 0.5.1-0.5.17"
-     " only; later releases still import `sgl_kernel` at module level and get no stand-in."),
+     " `sglang.kernels`; nvcc at first call), registered for CUDA only: a CPU run cannot"
+     " execute it. `sglang-jit-rope-fallback` and `sglang-kernels-rope-fallback` serve it"
+     " from the fallback where that stands in for sgl_kernel; a cell that still shows this"
+     " was run on a commit before them (the commit is listed)."),
+    (r"Ninja build failed", SHIM_GAP,
+     "sglang 0.5.2-0.5.4.post2 take flashinfer's `fused_add_rmsnorm` whenever flashinfer is"
+     " installed (`layernorm.py`: `if _is_flashinfer_available: from flashinfer.norm import"
+     " fused_add_rmsnorm`), and flashinfer JIT-compiles it with nvcc at its first call: this"
+     " CPU machine has no CUDA toolkit (a GPU machine without one fails the same way). Not"
+     " shimmed yet: a patch could send those calls to the fallback's RMSNorm where the"
+     " fallback stands in for sgl_kernel."),
+    (r"No module named 'sgl_kernel'", SHIM_GAP,
+     "No kernel installed and `sgl-kernel-triton-fallback` did not stand in: the release was"
+     " outside the fallback's range on the commit of the run (the commit is listed)."),
+    (r"ServerArgs without __post_init__: TypeError: object\.__new__", HARNESS,
+     "sglang 0.5.20+ define ServerArgs as a msgspec Struct, which the probe could not build"
+     " before commit 2f9bcf5 (no model check ran; the graph verdict stands)."),
 ]
 
 
+def _env_cause(text: str) -> str | None:
+    """An environment error the runner now answers with a pin replacement (rerun pending)."""
+    if not text.startswith("env error: "):
+        return None
+    fixed = replacements(text, [])
+    if not fixed:
+        return None
+    return ("Environment: the release's environment could not be installed on the commit of"
+            " the run; the runner now replaces the pin (" + ", ".join(map(_replaced, fixed))
+            + ", see *Pins replaced*), and the release awaits a rerun.")
+
+
 def _gaps(releases: dict[str, Any]) -> list[str]:
-    """Failing or partial shims cells grouped by cause (or by first error), with examples."""
+    """Failing or partial shims cells grouped by cause (or by first error), with examples,
+    the kind of gap and the sglang-shims commits the cells ran on."""
     import re
 
-    groups: dict[str, tuple[set[str], list[str]]] = {}
+    groups: dict[str, tuple[set[str], list[str], set[str]]] = {}
     for release, entry in releases.items():
+        commit = entry.get("versions", {}).get("sglang_shims_commit", "?")
         for cell in entry["cells"]:
             if cell["mode"] == "shims" and verdict(cell) in (FAIL, PARTIAL):
                 text = _md_escape(why(cell))
                 short = re.sub(r" \((?:<stand-in>|\S+\.py:\d)[^)]*\)", "", text)
-                cause = next((c for pattern, c in CAUSES if re.search(pattern, text)), short)
-                examples, where = groups.setdefault(cause, (set(), []))
+                cause = next((f"{kind}: {c}" for pattern, kind, c in CAUSES
+                              if re.search(pattern, text)), None) or _env_cause(text) or short
+                examples, where, commits = groups.setdefault(cause, (set(), [], set()))
                 examples.add(short)
                 where.append(f"{release} ({cell['transformers']}, {cell['kernel']})")
+                commits.add(commit)
     out: list[str] = []
-    for cause, (examples, where) in sorted(groups.items(), key=lambda kv: -len(kv[1][1])):
+    for cause, (examples, where, commits) in sorted(groups.items(),
+                                                    key=lambda kv: -len(kv[1][1])):
         out.append(f"- **{len(where)} cells.** {cause}")
-        if cause not in examples:
+        if cause not in examples and not cause.startswith("Environment"):
             out += [f"  - {e}" for e in sorted(examples)]
         out.append(f"  - in: {', '.join(where)}")
+        out.append(f"  - sglang-shims commit of those runs: {', '.join(sorted(commits))}")
     return out or ["Every shims cell that ran passes."]
 
 
