@@ -143,25 +143,30 @@ def test_apply_rope_rejects_what_the_cuda_kernel_rejects() -> None:
                                is_neox=True, fused_args=args)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("with_key", [True, False], ids=["key", "no-key"])
-def test_rotary_embedding_odd_head_size(device: str, with_key: bool) -> None:
+def test_rotary_embedding_odd_head_size(device: str, with_key: bool,
+                                        dtype: torch.dtype) -> None:
     """head_size 80 (not 64/128/256/512: sglang's other path), rotary dim 64, cache in the
     query's dtype as base.py casts it, key optional; returns (query, key)."""
     g = torch.Generator().manual_seed(3)
     tokens, hq, hk, head, rot = 6, 3, 1, 80, 64
-    query = torch.randn(tokens, hq * head, generator=g).to(device)
-    key = torch.randn(tokens, hk * head, generator=g).to(device) if with_key else None
-    cache = cos_sin(16, rot)
+    query = torch.randn(tokens, hq * head, generator=g).to(dtype).to(device)
+    key = (torch.randn(tokens, hk * head, generator=g).to(dtype).to(device) if with_key
+           else None)
+    cache = cos_sin(16, rot).to(dtype)
     pos = torch.tensor([0, 1, 2, 15, 7, 3])
     want_q = rotated(query.view(tokens, hq, head).cpu(), cache, pos, True)
     want_k = None if key is None else rotated(key.view(tokens, hk, head).cpu(), cache, pos,
                                               True)
-    out = _sglang_jit.rotary_embedding(pos.to(device), query, key, head,
-                                       cache.to(torch.float32).to(device), True)
+    out = _sglang_jit.rotary_embedding(pos.to(device), query, key, head, cache.to(device), True)
     assert out[0] is query and out[1] is key
-    assert torch.allclose(query.cpu().double().view(tokens, hq, head), want_q, atol=1e-5)
+    tol = TOL[dtype]
+    assert torch.allclose(query.cpu().double().view(tokens, hq, head), want_q, atol=tol,
+                          rtol=tol)
     if key is not None and want_k is not None:
-        assert torch.allclose(key.cpu().double().view(tokens, hk, head), want_k, atol=1e-5)
+        assert torch.allclose(key.cpu().double().view(tokens, hk, head), want_k, atol=tol,
+                              rtol=tol)
 
 
 def gated(x: torch.Tensor, op: str) -> torch.Tensor:
