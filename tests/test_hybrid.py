@@ -107,9 +107,18 @@ SGLANGS = _between(symbols.load()["releases"], "0.5.1", "0.5.9")
 KERNELS = _between(standin.versions(), "0.3.18", "0.4.10")
 
 
-def expected(name: str, kernel: str) -> str:
-    """The provider, from the kernels' history: rotary_embedding exists from 0.3.18.post3."""
+# sgl-kernel's norm and gated-activation kernels dispatch float16/bfloat16 only (0.4.5 on
+# the H200: "failed to dispatch data type Float"): where the patch acts, float32 goes to ours.
+HALF_ONLY_NORMS = {"rmsnorm", "fused_add_rmsnorm", "gemma_rmsnorm", "gemma_fused_add_rmsnorm",
+                   "silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul"}
+
+
+def expected(name: str, kernel: str, hybrid: bool = False) -> str:
+    """The provider, from the kernels' history: rotary_embedding exists from 0.3.18.post3.
+    ``hybrid``: ours or an adapter serves some name of the pair."""
     if name in cuda_surface(kernel):
+        if hybrid and name in HALF_ONLY_NORMS:
+            return "real kernel (float16/bfloat16); ours (float32"
         return "real kernel"
     if name == "fused_marlin_moe":
         return "none: patch sgl-kernel-fused-marlin-moe"
@@ -132,8 +141,9 @@ def test_every_pair_routes_each_name() -> None:
                 continue
             differing += 1
             assert set(table) == needed, (sglang, kernel)
+            serving = any(expected(n, kernel) in ("adapter", "ours") for n in needed)
             for name, label in table.items():
-                want = expected(name, kernel)
+                want = expected(name, kernel, serving)
                 assert label.split(":")[0] == want.split(":")[0], (sglang, kernel, name, label)
                 if want.startswith("none: patch"):
                     assert label == want and not hasattr(module, name)  # the other patch's
@@ -146,6 +156,8 @@ def test_every_pair_routes_each_name() -> None:
                     assert isinstance(bound, OptionalSymbol), name
                 elif want == "adapter":
                     assert bound.__module__ == "sgl_kernel" and bound.__name__ == name
+                elif want.startswith("real kernel ("):  # float32 to ours, the rest the kernel's
+                    assert bound.__wrapped__.__name__ == "kernel_fn", bound
     assert differing > 300  # pairs across the 0.4.0 slimming, the 0.4.5 and 0.4.7 cuts
 
 
@@ -153,7 +165,7 @@ def test_sglang_051_on_sglang_kernel_045() -> None:
     """Issue 15's pair, by hand: its 15 names plus the two MUSA-only sampling names."""
     _, ctx = applied("0.5.1", "0.4.5")
     table = {k: v.split(":")[0] for k, v in ctx.details["kernel_ops"].items()
-             if v != "real kernel"}
+             if not v.startswith("real kernel")}
     none = {"awq_marlin_moe_repack", "awq_marlin_repack", "cutlass_fp4_group_mm",
             "cutlass_scaled_fp4_mm", "dsv3_router_gemm",
             "gptq_marlin_gemm", "gptq_marlin_repack",
@@ -163,7 +175,39 @@ def test_sglang_051_on_sglang_kernel_045() -> None:
                      "FusedSetKVBufferArg": "ours", "sgl_per_tensor_quant_fp8": "ours",
                      "fp8_blockwise_scaled_mm": "ours", "moe_fused_gate": "ours",
                      **dict.fromkeys(none, "none")}
-    assert ctx.details["kernel_ops"]["rmsnorm"] == "real kernel"
+    assert ctx.details["kernel_ops"]["topk_softmax"] == "real kernel"
+    for name in ("rmsnorm", "silu_and_mul"):
+        assert ctx.details["kernel_ops"][name].startswith("real kernel (float16/bfloat16); ours")
+
+
+def test_float32_norms_go_to_ours_half_types_to_the_kernel() -> None:
+    """The real kernel rejects float32 norms; where the patch acts, ours computes them
+    (checked against RMSNorm in float64 here) and half types still reach the kernel."""
+    need("torch")
+    import torch
+
+    module, ctx = applied("0.5.1", "0.4.5")
+    x = torch.randn(3, 64, generator=torch.Generator().manual_seed(1))
+    w = torch.rand(64, generator=torch.Generator().manual_seed(2)) + 0.5
+    got = module.rmsnorm(x, w, 1e-6)
+    x64 = x.double()
+    want = x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double()
+    assert torch.allclose(got.double(), want, atol=1e-5)
+    half = x.to(torch.bfloat16)
+    assert module.rmsnorm(half, w.to(torch.bfloat16), 1e-6)[0] == "rmsnorm"  # the kernel's
+    assert any("float32 calls of" in note for note in ctx.notes), ctx.notes
+    assert ctx.undo() == [] and module.rmsnorm(x, w, 1e-6)[0] == "rmsnorm"  # undone: stock
+    _APPLIED.remove(ctx)
+
+
+def test_a_matching_pair_keeps_the_stock_float32_error() -> None:
+    """sglang 0.5.17 on its pinned 0.4.5: only two MUSA-only names are proxied, ours serves
+    nothing, so the kernel's norms stay the kernel's own (float32 error included)."""
+    module, ctx = applied("0.5.17", "0.4.5")
+    ops = ctx.details["kernel_ops"]
+    assert {v for v in ops.values() if not v.startswith("real kernel")} == {"none"}
+    assert ops["fused_add_rmsnorm"] == "real kernel"
+    assert module.fused_add_rmsnorm("x")[0] == "fused_add_rmsnorm"
 
 
 # -- the adapter and ours, on CPU tensors -----------------------------------------------
@@ -334,7 +378,9 @@ def test_serving_graph_on_a_newer_kernel(sglang: str, kernel: str,
     ops = data["ops"]
     assert ops["apply_rope_with_cos_sin_cache_inplace"].startswith("adapter: sgl_kernel."
                                                                    "rotary_embedding")
-    assert ops["rmsnorm"] == ops["silu_and_mul"] == "real kernel"
+    assert ops["topk_softmax"] == "real kernel"
+    assert ops["rmsnorm"].startswith("real kernel (float16/bfloat16); ours (float32")
+    assert ops["silu_and_mul"] == ops["rmsnorm"]
     assert ops["FusedSetKVBufferArg"].startswith("ours")
     # bf16: sglang's own RotaryEmbedding served by our kernel, as forward_native computes it
     assert isinstance(data["bfloat16"], float) and data["bfloat16"] < 0.07, data

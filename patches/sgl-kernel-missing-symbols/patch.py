@@ -16,6 +16,7 @@ says, for every name this sglang imports, which of them serves it.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,7 @@ def apply(ctx: PatchContext) -> None:
     # what the kernel itself binds (another patch's proxies, fused_marlin_moe's, are not it)
     real = {n for n, v in vars(ctx.module).items() if not isinstance(v, OptionalSymbol)}
     routes = hybrid.plan(todo, real)
+    gated: dict[str, OptionalSymbol] = {}
     for name, where in sorted(todo.items()):
         chosen = routes[name]
         if chosen.provider != hybrid.NONE:
@@ -110,16 +112,68 @@ def apply(ctx: PatchContext) -> None:
         def message(name: str = name, where: str = where) -> str:
             return explain(name, sglang, where, kernel)
 
-        ctx.setattr(ctx.module, name,
-                    OptionalSymbol("sgl_kernel", name, ctx.manifest.id, message))
+        proxy = OptionalSymbol("sgl_kernel", name, ctx.manifest.id, message)
+        if symbols.guarded_in(name, sglang):
+            gated[name] = proxy  # its guarded importers keep their own fallback
+        else:
+            ctx.setattr(ctx.module, name, proxy)
+    if gated:
+        ctx.setattr(ctx.module, "__getattr__", guarded_lookup(ctx.module, gated, sglang))
+        ctx.note("served only to their unguarded importers (sglang's guarded imports still"
+                 " see them missing): " + ", ".join(sorted(gated)))
+    widened = half_types_to_ours(ctx, hybrid.widened(symbols.needed(sglang) or (), routes,
+                                                     real))
     ops = define_torch_ops(ctx, sorted(todo))
     if ops:
         ctx.note(f"sgl_kernel torch ops defined (schema only, for sglang's fake-kernel"
                  f" registrations): {', '.join(ops)}")
     ctx.details["kernel_ops"] = table(sglang, routes, kernel_version, real)
+    ctx.details["kernel_ops"].update({name: hybrid.HALF_ONLY_LABEL for name in widened})
+    if widened:
+        ctx.note(f"float32 calls of {', '.join(widened)} go to ours: the installed {kernel}"
+                 " has half-type kernels only for them")
     by = {p: sorted(n for n, r in routes.items() if r.provider == p) for p in hybrid.PROVIDERS}
     ctx.note(f"supplied {len(todo)} name(s) missing from the installed {kernel}: "
              + "; ".join(f"{p}: {', '.join(names)}" for p, names in by.items() if names))
+
+
+def guarded_lookup(module: Any, gated: dict[str, OptionalSymbol], sglang: str
+                   ) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that gives a proxy to every importer except the modules that
+    import that name under a guard in release ``sglang`` (the data's ``guarded_in``).
+
+    sglang 0.5.9 imports ``scaled_fp4_quant`` unguarded in one module (whose import fails
+    without it) and in ``try/except ImportError`` in two others, which then fall back
+    (``fp4_quantize = None``).  A bound attribute would reach both; this hook asks who is
+    importing (the frame that runs ``from sgl_kernel import ...`` or ``hasattr``) and
+    answers the guarded ones as stock Python would.  Any ``__getattr__`` the module had is
+    asked for every other name.  ``proxies`` lists what it serves (for ``status()``).
+    """
+    previous = vars(module).get("__getattr__")
+    guards = {name: symbols.guarded_in(name, sglang) for name in gated}
+
+    def __getattr__(name: str) -> Any:
+        proxy = gated.get(name)
+        if proxy is not None:
+            importer = sys._getframe(1).f_globals.get("__name__", "")
+            if importer not in guards[name]:
+                return proxy
+        if previous is not None:
+            return previous(name)
+        raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+
+    __getattr__.proxies = dict(gated)  # type: ignore[attr-defined]
+    return __getattr__
+
+
+def half_types_to_ours(ctx: PatchContext, names: list[str]) -> list[str]:
+    """Wrap the kernel's half-only norms (:func:`hybrid.widened` chose them) so that a
+    float32 call runs ours; half types still run the real kernel."""
+    from sglang_shims.kernels import OPS
+
+    for name in names:
+        ctx.setattr(ctx.module, name, hybrid.half_only(getattr(ctx.module, name), OPS[name]))
+    return names
 
 
 def define_torch_ops(ctx: PatchContext, names: list[str]) -> list[str]:

@@ -405,6 +405,7 @@ class Engine:
             self.contexts[manifest.id] = ctx
             self.specs[manifest.id] = getattr(module, "__spec__", None)
             self.order.append(manifest.id)
+            self._adopt_proxies(manifest, module)
         reason = judged.reason + (" (late: target was imported before install())" if late else "")
         self._set(manifest, "applied", reason, gates=judged.gates, late=late,
                   changes=ctx.changes, notes=ctx.notes, details=ctx.details)
@@ -422,6 +423,18 @@ class Engine:
             ctx.setattr(module, provide.name, proxy)
             with self.lock:
                 self.proxies[f"{manifest.target}.{provide.name}"] = proxy
+
+    def _adopt_proxies(self, manifest: Manifest, module: ModuleType) -> None:
+        """List in status() the proxies a patch's code bound on its target (per name),
+        as [[provide]] proxies are: bound attributes, and those a module ``__getattr__``
+        it installed serves (its ``proxies``).  Call with the lock held."""
+        from .proxy import OptionalSymbol
+
+        found = dict(vars(module))
+        found.update(getattr(found.get("__getattr__"), "proxies", None) or {})
+        for name, value in found.items():
+            if isinstance(value, OptionalSymbol) and value.patch_id == manifest.id:
+                self.proxies.setdefault(f"{manifest.target}.{name}", value)
 
     def _forget_proxies(self, patch_id: str) -> None:
         with self.lock:

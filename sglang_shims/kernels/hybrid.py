@@ -49,6 +49,15 @@ CUDA_ABSENT: dict[str, str] = {"min_p_sampling_from_probs": "0.4.0",
 
 _ADAPTER_NOTE = "float32 q/k without fused KV write, else ours"
 
+#: Ops the kernel has but only for half types: sgl-kernel's norms and gated activations
+#: dispatch float16 and bfloat16 only (``DISPATCH_PYTORCH_DTYPE_TO_CTYPE_FP16`` in its
+#: csrc; sglang-kernel 0.4.5 on an H200: "rmsnorm(...) failed to dispatch data type
+#: Float", benchmarks/results/e2e-sglang0.5.17-h200-2026-12-01.md).  Where the hybrid
+#: tier acts, a float32 call of one of these goes to ours instead of raising.
+HALF_ONLY = ("rmsnorm", "fused_add_rmsnorm", "gemma_rmsnorm", "gemma_fused_add_rmsnorm",
+             "silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
+HALF_ONLY_LABEL = f"{REAL} (float16/bfloat16); {OURS} (float32: the kernel has none)"
+
 
 @dataclass(frozen=True)
 class Route:
@@ -138,6 +147,35 @@ def rope_adapter(rotary_embedding: Callable[..., Any], fallback: Callable[..., N
 
     apply_rope_with_cos_sin_cache_inplace.__module__ = "sgl_kernel"
     return apply_rope_with_cos_sin_cache_inplace
+
+
+def widened(needed: Iterable[str], routes: dict[str, Route], exported: Collection[str]
+            ) -> list[str]:
+    """The :data:`HALF_ONLY` names whose float32 calls go to ours: those sglang imports and
+    the kernel binds, and only where ours (or an adapter) already serves a name the
+    kernel dropped -- a pair that lacks nothing but proxied names keeps the stock kernel,
+    float32 error included."""
+    if not any(r.provider in (ADAPTER, OURS) for r in routes.values()):
+        return []
+    wanted = set(needed)
+    return [n for n in HALF_ONLY if n in wanted and n in exported and n in ours()]
+
+
+def half_only(real: Callable[..., Any], fallback: Callable[..., Any]) -> Callable[..., Any]:
+    """``real`` for half-type inputs, ``fallback`` (ours, same signature) for float32,
+    which ``real`` rejects at dispatch.  The dtype is read from the first tensor argument
+    (``input``), so the kernel's own signature, whatever its version, passes through."""
+
+    def dispatch(*args: Any, **kwargs: Any) -> Any:
+        first = args[0] if args else kwargs.get("input")
+        if str(getattr(first, "dtype", "")) == "torch.float32":
+            return fallback(*args, **kwargs)
+        return real(*args, **kwargs)
+
+    dispatch.__name__ = dispatch.__qualname__ = getattr(real, "__name__", "dispatch")
+    dispatch.__module__ = "sgl_kernel"
+    dispatch.__wrapped__ = real  # type: ignore[attr-defined]
+    return dispatch
 
 
 _ADAPTERS: dict[str, Callable[[Callable[..., Any], Callable[..., None]], Any]] = {

@@ -9,7 +9,9 @@ names into lazy proxies; this module holds the facts it needs, read from the whe
 * for every published sglang release, the names it imports from ``sgl_kernel`` at
   module level *without* a guard (a guard -- ``try/except ImportError``, a
   ``hasattr``/``getattr`` probe -- means sglang has its own fallback, which a proxy
-  would defeat, so guarded names are never proxied);
+  would defeat, so a name imported only under guards is never proxied; one imported
+  guarded in some modules and unguarded in others is, and the data lists the guarded
+  modules, which keep getting "missing");
 * the kernel each release pins (``Requires-Dist``), for the remedy; a name that the
   pinned kernel does not export either is left out (sglang imports it on another
   platform's path, or from a kernel newer than the data), so a pinned install is
@@ -63,6 +65,20 @@ def needed(sglang: str) -> dict[str, str] | None:
         return None
     return {name: entry["module"] for name, entry in load()["needs"].items()
             if any(a <= at <= b for a, b in entry["spans"])}
+
+
+def guarded_in(name: str, sglang: str) -> frozenset[str]:
+    """Modules of release ``sglang`` that import ``name`` only under a guard (``try/except
+    ImportError``, a ``hasattr`` probe) while another module imports it unguarded.
+
+    Those modules have a fallback of their own for when the kernel lacks the name; the
+    patch keeps answering them "missing" (an ImportError there, as stock) and gives the
+    stand-in only to the unguarded importers, whose import would fail without it.
+    """
+    at = _index(sglang)
+    entry = load()["needs"].get(name) or {}
+    return frozenset(module for module, spans in entry.get("guarded_in", {}).items()
+                     if at is not None and any(a <= at <= b for a, b in spans))
 
 
 def pinned(sglang: str) -> str | None:
@@ -168,11 +184,12 @@ def _pin(metadata: str) -> str | None:
 
 
 def scan_wheel(path: Path) -> dict[str, Any]:
-    """{"pin", "needs": {name: module}} of one sglang wheel, read without installing it."""
+    """{"pin", "needs": {name: module}, "guarded_in": {name: [module]}} of one sglang
+    wheel, read without installing it (``guarded_in``: see :func:`guarded_in`)."""
     import zipfile
 
     plain: dict[str, str] = {}
-    guarded: set[str] = set()
+    guarded: dict[str, set[str]] = {}
     pin = None
     with zipfile.ZipFile(path) as wheel:
         for info in sorted(wheel.infolist(), key=lambda i: i.filename):
@@ -191,8 +208,13 @@ def scan_wheel(path: Path) -> dict[str, Any]:
             module = name[:-3].removesuffix("/__init__").replace("/", ".")
             for symbol in sorted(mod_plain):
                 plain.setdefault(symbol, module)
-            guarded |= mod_guarded
-    return {"pin": pin, "needs": {k: v for k, v in sorted(plain.items()) if k not in guarded}}
+            # a module that also imports the name unguarded fails there: not a guarded one
+            for symbol in mod_guarded - mod_plain:
+                guarded.setdefault(symbol, set()).add(module)
+    # A name imported only under guards is never needed (sglang's fallback must keep
+    # working); one imported unguarded anywhere is, since that module's import fails.
+    return {"pin": pin, "needs": dict(sorted(plain.items())),
+            "guarded_in": {k: sorted(v) for k, v in sorted(guarded.items()) if k in plain}}
 
 
 def _spans(present: list[bool], versions: list[str]) -> list[str]:
@@ -203,6 +225,18 @@ def _spans(present: list[bool], versions: list[str]) -> list[str]:
         elif not here and start is not None:
             first, last = versions[start], versions[i - 1]
             spans.append(first if first == last else f"{first}-{last}")
+            start = None
+    return spans
+
+
+def _index_spans(present: list[bool]) -> list[list[int]]:
+    """[[first, last], ...] index ranges where ``present`` holds."""
+    spans, start = [], None
+    for i, here in enumerate([*present, False]):
+        if here and start is None:
+            start = i
+        elif not here and start is not None:
+            spans.append([start, i - 1])
             start = None
     return spans
 
@@ -225,21 +259,22 @@ def build(wheels: dict[str, Path]) -> dict[str, Any]:
     releases = [v for v, e in scanned.items() if e["needs"] or e["pin"]]
     needs: dict[str, dict[str, Any]] = {}
     for name in sorted({n for e in scanned.values() for n in e["needs"]}):
-        flags = [name in scanned[v]["needs"] for v in releases]
-        spans, start = [], None
-        for i, here in enumerate([*flags, False]):
-            if here and start is None:
-                start = i
-            elif not here and start is not None:
-                spans.append([start, i - 1])
-                start = None
         module = next(scanned[v]["needs"][name] for v in releases if name in scanned[v]["needs"])
-        needs[name] = {"spans": spans, "module": module,
+        needs[name] = {"spans": _index_spans([name in scanned[v]["needs"] for v in releases]),
+                       "module": module,
                        "exported_by": _spans([name in exports[k]["exports"] for k in kernels],
                                              kernels)}
+        guards = sorted({m for v in releases if name in scanned[v]["needs"]
+                         for m in scanned[v]["guarded_in"].get(name, ())})
+        if guards:
+            needs[name]["guarded_in"] = {
+                m: _index_spans([name in scanned[v]["needs"]
+                                 and m in scanned[v]["guarded_in"].get(name, ())
+                                 for v in releases]) for m in guards}
     return {"schema": SCHEMA,
             "source": "sglang wheels: ast walk of every sglang/*.py (module-level"
-                      " `from sgl_kernel import`, guarded ones left out) and METADATA;"
+                      " `from sgl_kernel import`; names imported only under guards left out,"
+                      " guarded_in: the guarded importers of the rest) and METADATA;"
                       " kernel spans from sgl_kernel_exports.json",
             "kernels": [kernels[0], kernels[-1]],
             "releases": releases, "pins": [scanned[v]["pin"] for v in releases],

@@ -217,3 +217,72 @@ def test_real_module_imports(sglang: str, kernel: str, first: str,
     assert f"cannot import name '{first}' from 'sgl_kernel'" in stock.stderr, stock.stderr
     fixed = run_python(code, paths=paths, timeout=300)
     assert fixed.returncode == 0 and fixed.stdout.strip() == "imported", fixed.stderr
+
+
+def _import_as(importer: str, name: str) -> object:
+    """``from sgl_kernel import <name>`` run as the body of module ``importer``."""
+    scope: dict[str, object] = {"__name__": importer}
+    exec(f"from sgl_kernel import {name}", scope)
+    return scope[name]
+
+
+def test_a_name_imported_guarded_and_unguarded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sglang 0.5.9 on kernel 0.4.10: ``scaled_fp4_quant`` is imported unguarded by the
+    flashinfer TRT-LLM MoE runner (its import failed) and in try/except ImportError by two
+    modules that fall back to ``fp4_quantize = None``: the first gets the proxy, the
+    guarded two still get the ImportError."""
+    import sys
+
+    assert "scaled_fp4_quant" in (symbols.needed("0.5.9") or {})
+    guarded = symbols.guarded_in("scaled_fp4_quant", "0.5.9")
+    # 0.5.1 imported it unguarded in modelopt_quant: there it is no guarded importer
+    assert symbols.guarded_in("scaled_fp4_quant", "0.5.1") == set()
+    assert guarded == {"sglang.srt.layers.moe.token_dispatcher.standard",
+                       "sglang.srt.layers.quantization.modelopt_quant"}
+    patch = _patch()
+    module = _kernel_module("0.4.10")
+    monkeypatch.setitem(sys.modules, "sgl_kernel", module)
+    ctx = _ctx(module, "0.5.9", "0.4.10")
+    patch.apply(ctx)
+    assert "scaled_fp4_quant" not in vars(module)
+    proxy = _import_as("sglang.srt.layers.moe.moe_runner.flashinfer_trtllm", "scaled_fp4_quant")
+    assert type(proxy).__name__ == "OptionalSymbol"
+    for importer in sorted(guarded):
+        with pytest.raises(ImportError, match="cannot import name 'scaled_fp4_quant'"):
+            _import_as(importer, "scaled_fp4_quant")
+    assert ctx.details["kernel_ops"]["scaled_fp4_quant"] == "none"
+    # a name no one supplies is still missing for everybody
+    with pytest.raises(AttributeError):
+        module.no_such_kernel_name  # noqa: B018
+    ctx.undo()
+    assert "__getattr__" not in vars(module)
+
+
+TRTLLM = FAKE_CUDA + """
+import json
+import sglang.srt.layers.quantization.modelopt_quant as modelopt
+import sglang.srt.layers.moe.moe_runner.flashinfer_trtllm as runner
+import sglang_shims
+entry = sglang_shims.status()["sgl-kernel-missing-symbols"]
+print(json.dumps({"runner": type(runner.fp4_quantize).__name__,
+                  "modelopt": repr(modelopt.fp4_quantize), "state": entry["state"],
+                  "proxies": sorted(entry["proxies"])}))
+"""
+
+
+@pytest.mark.wheels
+def test_real_wheel_guarded_and_unguarded(sglang_release: Callable[[str], Path],
+                                          standin_kernel: Callable[..., Path]) -> None:
+    """The same on sglang 0.5.9's real modules with a stand-in of kernel 0.4.10; status()
+    lists each proxy the patch installed, by name."""
+    paths = (sglang_release("0.5.9"), standin_kernel("0.4.10"))
+    stock = run_python(TRTLLM, paths=paths, timeout=300,
+                       env={"SGLANG_SHIMS_DISABLE": "sgl-kernel-missing-symbols"})
+    assert stock.returncode != 0 and "from 'sgl_kernel'" in stock.stderr, stock.stderr[-2000:]
+    fixed = run_python(TRTLLM, paths=paths, timeout=300)
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    data = json.loads(fixed.stdout.strip().splitlines()[-1])
+    assert data["runner"] == "OptionalSymbol" and data["modelopt"] == "None", data
+    assert data["state"] == "applied"
+    assert "sgl_kernel.scaled_fp4_quant" in data["proxies"]
+    assert "sgl_kernel.awq_marlin_repack" in data["proxies"], data["proxies"]
