@@ -1148,3 +1148,70 @@ def test_rule_verdict_and_remedy_in_a_realistic_environment(
         assert text in found.detail, (text, found.detail)
     for text in remedies:
         assert text in found.remedy, (text, found.remedy)
+
+
+@pytest.mark.parametrize(("versions", "cap", "fields", "level", "details", "remedies"), [
+    # triton issue 8539's machine (DGX Spark, triton 3.5) under sglang: the patch sets the
+    # variable to the toolkit's ptxas, so the rule says warn and names the patch
+    ({"sglang": "0.5.5", "triton": "3.5.1"}, (12, 1),
+     {"nvcc": "/usr/local/cuda-13.0/bin/nvcc", "nvcc_version": "13.0"}, "warn",
+     ["sglang-shims' patch triton-ptxas-blackwell (on:",
+      "points TRITON_PTXAS_PATH at /usr/local/cuda-13.0/bin/ptxas"],
+     ["export TRITON_PTXAS_PATH=<a CUDA >= 12.9 ptxas>"]),
+    # no toolkit known: the patch searches and fails loudly without one; still warn
+    ({"sglang": "0.5.5", "triton": "3.5.1"}, (12, 1), {}, "warn",
+     ["triton-ptxas-blackwell", "where none exists it fails loudly"], ["triton>=3.6"]),
+    # turned off: the break stands, and the remedy turns it on
+    ({"sglang": "0.5.5", "triton": "3.5.1"}, (12, 1),
+     {"environ": {"SGLANG_SHIMS_DISABLE": "triton-ptxas-blackwell"}}, "fail",
+     ["triton-ptxas-blackwell is off"], ["SGLANG_SHIMS_ENABLE=triton-ptxas-blackwell"]),
+    # triton 3.4 refuses a CUDA 13 ptxas, and sm_110a needs one: the patch cannot help
+    ({"sglang": "0.5.5", "triton": "3.4.0"}, (11, 0),
+     {"nvcc": "/usr/local/cuda-13.0/bin/nvcc", "nvcc_version": "13.0"}, "fail",
+     ["Value 'sm_110a' is not defined"], ["export TRITON_PTXAS_PATH=<a CUDA >= 13.0 ptxas>"]),
+    # triton 3.6 reads TRITON_PTXAS_BLACKWELL_PATH for sm_100+ and ignores TRITON_PTXAS_PATH
+    ({"triton": "3.6.0"}, (11, 0), {"environ": {"TRITON_PTXAS_PATH": "/opt/x/ptxas"}}, "fail",
+     ["Value 'sm_110a' is not defined"], ["export TRITON_PTXAS_BLACKWELL_PATH="]),
+])
+def test_ptxas_rule_under_the_patch(versions: dict[str, str], cap: tuple[int, int],
+                                    fields: dict[str, Any], level: str, details: list[str],
+                                    remedies: list[str]) -> None:
+    """triton-ptxas-too-old-blackwell says what the patch triton-ptxas-blackwell does where
+    it acts (warn), fails where it cannot (off; sm_110a on a triton that refuses CUDA 13),
+    and names the variable the installed triton reads."""
+    found = verdict("triton-ptxas-too-old-blackwell", facts(versions, caps=[cap], **fields))
+    assert found is not None and found.level == level, found
+    for text in details:
+        assert text in found.detail, (text, found.detail)
+    for text in remedies:
+        assert text in found.remedy, (text, found.remedy)
+
+
+@pytest.mark.parametrize(("torch", "wanted", "unwanted"), [
+    # sglang 0.5.1 pins sgl-kernel 0.3.5, built with torch 2.8.0 (the table); on torch 2.9.1
+    # it does not load, so the remedy names 0.3.18.post1, the first kernel built with
+    # torch 2.9.1 whose exports (the data) cover what 0.5.1 imports, fused_marlin_moe aside
+    ("2.9.1", ["pip uninstall -y sglang-kernel && pip install 'sgl-kernel==0.3.18.post1'",
+               "built with torch 2.9.1", "but fused_marlin_moe",
+               "sgl-kernel==0.3.5 was built with torch 2.8.0 and does not load on 2.9.1"],
+     ["install 'sgl-kernel==0.3.5' (", "the build for your torch"]),
+    # on the pin's own torch the pin is the remedy
+    ("2.8.0", ["pip install 'sgl-kernel==0.3.5' (built with torch 2.8.0)"], ["0.3.18"]),
+    # no kernel built for torch 2.13 covers 0.5.1's names: said, with the pin and its torch
+    ("2.13.0", ["no published kernel built for torch 2.13 exports every name sglang 0.5.1",
+                "pip install 'sgl-kernel==0.3.5' with torch 2.8.0"], ["(built with torch 2.13"]),
+])
+def test_hybrid_ops_remedy_names_a_kernel_built_for_the_installed_torch(
+        torch: str, wanted: list[str], unwanted: list[str]) -> None:
+    f = facts({"sglang": "0.5.1", "sglang-kernel": "0.4.5", "torch": torch})
+    found = verdict("sgl-kernel-hybrid-ops", f)
+    assert found is not None and found.level == "warn", found
+    assert "does not export" in found.detail
+    for text in wanted:
+        assert text in found.remedy, (text, found.remedy)
+    for text in unwanted:
+        assert text not in found.remedy, (text, found.remedy)
+    off = verdict("sgl-kernel-hybrid-ops",
+                  facts({"sglang": "0.5.1", "sglang-kernel": "0.4.5", "torch": torch},
+                        environ={"SGLANG_SHIMS_DISABLE": "sgl-kernel-missing-symbols"}))
+    assert off is not None and off.level == "fail" and wanted[0] in off.remedy, off

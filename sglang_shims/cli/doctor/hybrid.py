@@ -8,10 +8,89 @@ patch ``sgl-kernel-missing-symbols`` builds at run time from the live module.
 
 from __future__ import annotations
 
+from packaging.requirements import Requirement
+from packaging.version import InvalidVersion, Version
+
 from ...kernels import hybrid, symbols
+from ...kernels._provider import _surfaces
+from .abi import builds_for_torch, kernel_builds
 from .facts import Facts
+from .versions import minor_of
 
 PATCH = "sgl-kernel-missing-symbols"
+
+
+def _stood_in(kernel: str, needs: dict[str, str]) -> list[str] | None:
+    """None when this kernel (by its export data) lacks a name the sglang release imports;
+    else the names among them that only another built-in patch's stand-in supplies there
+    (``fused_marlin_moe`` from 0.3.18 on: imports work, those ops cannot run)."""
+    exported = hybrid.exported_by_data(kernel)
+    owned = symbols.deferred(kernel)
+    if exported is None or any(n not in exported and n not in owned for n in needs):
+        return None
+    return sorted(n for n in needs if n not in exported)
+
+
+def _candidates(torch: str, needs: dict[str, str]) -> list[tuple[str, str, str, list[str]]]:
+    """(dist, version, torch it was built with, names left to a stand-in) for every
+    published kernel built for this torch's minor that serves every name in ``needs``."""
+    found = []
+    for build in builds_for_torch(torch):
+        for version in _surfaces():
+            try:
+                parsed = Version(version)
+            except InvalidVersion:
+                continue
+            if parsed.local or not Version(build.first) <= parsed <= Version(build.last):
+                continue
+            stood_in = _stood_in(version, needs)
+            if stood_in is not None:
+                found.append((build.dist, version, build.torch, stood_in))
+    return found
+
+
+def install_text(sglang: str, needs: dict[str, str], torch: str | None,
+                 installed: str | None = None) -> str:
+    """What to install so that the real kernel serves every name: the pinned kernel when it
+    was built for the installed torch's minor; else the published kernel built for that
+    torch (the kernel->torch table) that serves every name -- fewest names left to a
+    stand-in first, then the nearest above the pin -- or else says that none exists.  A
+    kernel built for another torch does not load (undefined symbol), so the pinned kernel
+    is no remedy on another torch.  ``installed`` is the kernel distribution installed: both
+    provide the module sgl_kernel, so changing the name means uninstalling it first."""
+
+    def install(dist: str, spec: str) -> str:
+        swap = f"pip uninstall -y {installed} && " if installed and installed != dist else ""
+        return f"{swap}pip install '{dist}{spec}'"
+
+    pin = symbols.pinned(sglang)
+    req = Requirement(pin) if pin else None
+    exact = [s.version for s in req.specifier if s.operator == "=="] if req else []
+    pinned = exact[0] if exact else ""
+    builds = kernel_builds(pinned) if pinned else []
+    built = builds[0].torch if builds else None
+    as_pinned = install(req.name, str(req.specifier)) if req else ""
+    if req and (torch is None or built is None or minor_of(built) == minor_of(torch)):
+        return as_pinned + (f" (built with torch {built})" if built else "")
+    if torch is None:
+        return "install the kernel version your sglang pins"
+    wanted = ".".join(map(str, minor_of(torch) or ()))
+    found = _candidates(torch, needs)
+    if not found:
+        return (f"no published kernel built for torch {wanted} exports every name sglang"
+                f" {sglang} imports: " + (f"{as_pinned} with torch {built}, the torch it was"
+                                          " built with" if req and built else
+                                          "install the torch and kernel your sglang pins"))
+    anchor = Version(pinned) if pinned else Version("0")
+    ordered = sorted(found, key=lambda c: Version(c[1]))
+    nearest = ([c for c in ordered if Version(c[1]) >= anchor]
+               + [c for c in reversed(ordered) if Version(c[1]) < anchor])
+    dist, version, torch_built, stood_in = min(nearest, key=lambda c: len(c[3]))
+    left = (f" but {', '.join(stood_in)}, which only another patch's stand-in supplies (the"
+            " import works, the op cannot run)" if stood_in else "")
+    return (f"{install(dist, '==' + version)} (built with torch {torch_built}; it exports every"
+            f" name sglang {sglang} imports{left}) -- the pinned {pin or 'kernel'} was built"
+            f" with torch {built or 'another release'} and does not load on {torch}")
 
 
 def kernel_ops(facts: Facts) -> tuple[str, str, str] | None:
@@ -29,10 +108,10 @@ def kernel_ops(facts: Facts) -> tuple[str, str, str] | None:
         return None
     from .rules import _patch_on
 
-    pin = symbols.pinned(sglang)
-    install = f"pip install '{pin}' (the build for your torch)" if pin else \
-        "install the kernel version your sglang pins"
-    listed = "; ".join(f"{name}: {chosen.label()}" for name, chosen in routes.items())
+    install = install_text(sglang, needs, facts.version("torch"), kernel[0])
+    listed = "; ".join([f"{name}: {chosen.label()}" for name, chosen in routes.items()]
+                       + [f"{name}: {hybrid.HALF_ONLY_LABEL}"
+                          for name in hybrid.widened(needs, routes, exported)])
     head = (f"sglang {sglang} imports {len(routes)} name(s) from sgl_kernel that"
             f" {kernel[0]} {kernel[1]} does not export")
     on, why = _patch_on(facts, PATCH)

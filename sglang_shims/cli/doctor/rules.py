@@ -263,26 +263,50 @@ def _triton_cache_symbols(facts: Facts) -> Verdict | None:
             "sglang to >= 0.4.9.post1")
 
 
+def _ptxas_variable(triton: str) -> str:
+    """The variable this triton reads for the ptxas of sm_100 and newer (read from the
+    wheels, as the patch triton-ptxas-blackwell documents): 3.3 builds it from the binary
+    name (hence the hyphen), 3.4-3.5 use the plain ptxas, 3.6+ ptxas-blackwell."""
+    if version_in(triton, "<3.4"):
+        return "TRITON_PTXAS-BLACKWELL_PATH" if version_in(triton, ">=3.3") else \
+            "TRITON_PTXAS_PATH"
+    return "TRITON_PTXAS_PATH" if version_in(triton, "<3.6") else "TRITON_PTXAS_BLACKWELL_PATH"
+
+
 def _ptxas_blackwell(facts: Facts) -> Verdict | None:
     triton = facts.version("triton")
-    if not triton or not facts.caps or facts.environ.get("TRITON_PTXAS_PATH"):
+    if not triton or not facts.caps:
+        return None
+    variable = _ptxas_variable(triton)
+    if facts.environ.get(variable):
         return None
     for cap in sorted(set(facts.caps)):
         target = f"{sm_name(cap)}a"
         if (cap in ((10, 3), (12, 1)) and version_in(triton, "<3.6")) or (
                 cap == (11, 0) and version_in(triton, "<3.7")):
             need = "13.0" if cap == (11, 0) else "12.9"
-            local = ""
+            mine = None
             if facts.nvcc and facts.nvcc_version and version_in(facts.nvcc_version, f">={need}"):
-                local = f" (this machine has one: {Path(facts.nvcc).parent / 'ptxas'})"
+                mine = Path(facts.nvcc).parent / "ptxas"
+            local = f" (this machine has one: {mine})" if mine else ""
             fix = ("pip install 'triton>=3.6' with the torch that pins it, or " if cap != (11, 0)
                    else "")
-            return ("fail", f"GPU {sm_name(cap)} needs ptxas to know {target}; triton {triton}'s "
-                    "bundled ptxas does not (triton 3.4.0 and 3.6.0's 12.8 ptxas reject sm_103a "
-                    "and sm_121a; 3.6.0's 12.9 ptxas-blackwell accepts them but not sm_110a), so "
-                    f"every Triton kernel fails with \"Value '{target}' is not defined for option "
-                    "'gpu-name'\"",
-                    f"{fix}export TRITON_PTXAS_PATH=<a CUDA >= {need} ptxas>{local}")
+            verdict: Verdict = (
+                "fail", f"GPU {sm_name(cap)} needs ptxas to know {target}; triton {triton}'s "
+                "bundled ptxas does not (triton 3.4.0 and 3.6.0's 12.8 ptxas reject sm_103a "
+                "and sm_121a; 3.6.0's 12.9 ptxas-blackwell accepts them but not sm_110a), so "
+                f"every Triton kernel fails with \"Value '{target}' is not defined for option "
+                "'gpu-name'\"",
+                f"{fix}export {variable}=<a CUDA >= {need} ptxas>{local}")
+            if not facts.version("sglang") or (need == "13.0" and version_in(triton, "<3.5")):
+                # the patch acts when sglang is imported; triton 3.3/3.4 refuse a CUDA 13 ptxas
+                return verdict
+            found = (f"it points {variable} at {mine}" if mine else
+                     f"it looks for a CUDA >= {need} ptxas ($CUDA_HOME/bin, $CUDA_PATH/bin, "
+                     "PATH, /usr/local/cuda*/bin, pip's nvidia-cuda-nvcc) and sets "
+                     f"{variable}; where none exists it fails loudly and the kernels still fail")
+            return _unless_patched(facts, "triton-ptxas-blackwell", verdict,
+                                   f"fixes this when sglang is imported: {found}")
         if cap[0] in (10, 12) and version_in(triton, "<3.3"):
             return ("warn", f"GPU {sm_name(cap)} needs a ptxas from CUDA >= 12.8; triton {triton} "
                     "is "
@@ -510,7 +534,7 @@ RULES: tuple[Rule, ...] = (
          "", _triton_cache_symbols, patch="triton-cache-helpers-removed"),
     Rule("triton-ptxas-too-old-blackwell", 17, "https://github.com/triton-lang/triton/issues/8539",
          "GPU 10.3/12.1 with triton <3.6, 11.0 with triton <3.7, 10.x/12.x with triton <3.3; "
-         "TRITON_PTXAS_PATH unset", _ptxas_blackwell),
+         "the ptxas variable of that triton unset", _ptxas_blackwell),
     Rule("torch-wheel-lacks-sm120", 18, "https://github.com/pytorch/pytorch/issues/167244",
          "GPU not in torch's arch list, or cc >= 10 with a torch CUDA < 12.8", _torch_lacks_arch),
     Rule("tf-qwen2-5-vl-config-register", 22, "https://github.com/sgl-project/sglang/issues/4629",
