@@ -333,9 +333,11 @@ class Server:
         self.port = free_port()
         self.log = log
         self.url = f"http://127.0.0.1:{self.port}"
+        # cwd: the log's folder, never the checkout -- ``python -m`` puts the cwd first on
+        # sys.path, and a source tree there would shadow the installed sglang-shims under test
         self.proc = subprocess.Popen([*cmd, "--port", str(self.port)], env=env,
                                      stdout=log.open("w"), stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, cwd=log.parent)
 
     def wait(self, timeout: float = 300) -> None:
         deadline = time.time() + timeout
@@ -664,6 +666,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--decode", type=int, default=128, help="tokens per throughput run")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--long-prompt", type=int, default=3000, help="TTFT prompt tokens")
+    parser.add_argument("--real-float32", action="store_true",
+                        help="mode real also in float32 (where the kernel under test can: the"
+                             " hybrid tier of examples/hybrid_serve.py)")
     parser.add_argument("--speed-model", default="",
                         help="shape of a separate bf16 Qwen3 for the speed runs:"
                              " HIDDEN,LAYERS,INTERMEDIATE,HEADS,KV_HEADS,HEAD_DIM"
@@ -701,7 +706,10 @@ def plan(args: argparse.Namespace) -> dict[str, list[dict[str, str]]]:
                 # sgl-kernel's AOT norms have no float32 kernels ("failed to dispatch data
                 # type Float"): the stock stack is compared in bfloat16, against every mode
                 # in bf16.
-                dtypes = ["bfloat16"] if mode == "real" else (
+                # --real-float32: the hybrid tier (sglang 0.5.1 on sglang-kernel 0.4.5)
+                # sends float32 norms/activations to ours, so mode real runs float32 too.
+                dtypes = (["float32", "bfloat16"] if args.real_float32 else ["bfloat16"]
+                          ) if mode == "real" else (
                     ["float32", "bfloat16"] if "real" in modes and mode == "none"
                     else ["float32"])
                 tiers = args.fp32_tiers.split(",") if mode != "real" else ["aot"]

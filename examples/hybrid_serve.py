@@ -112,8 +112,9 @@ print(json.dumps(out))
 
 
 def run(code: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    # cwd "/": ``-c`` puts the cwd first on sys.path; the installed sglang-shims is under test
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, text=True,
-                          capture_output=True, timeout=timeout, check=False)
+                          capture_output=True, timeout=timeout, check=False, cwd="/")
 
 
 def last_json(proc: subprocess.CompletedProcess[str]) -> Any:
@@ -147,6 +148,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("hybrid-results"))
     parser.add_argument("--batches", default="1,32")
     parser.add_argument("--skip-serve", action="store_true", help="steps 1-3 only")
+    parser.add_argument("e2e_args", nargs="*",
+                        help="after --: more e2e_serve.py arguments (e.g. --reps 2 --decode 64)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     kernel = str(args.kernel_dir.resolve())
@@ -160,8 +163,9 @@ def main() -> int:
     results["e2e_rc"] = None
     if not args.skip_serve:
         cmd = [sys.executable, str(HERE / "e2e_serve.py"), "--out", str(args.out / "e2e"),
-               "--kernel-dir", kernel, "--modes", "real", "--cuda-graphs",
-               "--speed", "real:aot,none:triton,none:torch", "--batches", args.batches]
+               "--kernel-dir", kernel, "--modes", "real", "--real-float32", "--cuda-graphs",
+               "--speed", "real:aot,none:triton,none:torch", "--batches", args.batches,
+               *args.e2e_args]
         results["e2e_rc"] = subprocess.run(cmd, env=env, check=False).returncode
     (args.out / "hybrid.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     text = markdown(results)
