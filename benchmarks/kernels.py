@@ -192,12 +192,19 @@ def build_cases(ops: set[str] | None, M: Any = K) -> list[Case]:
                 cache = rn(32768, HEAD, dtype=torch.float32)
                 pos = torch.randint(0, 32768, (tokens,), generator=g, device=dev)
                 rbytes = 2 * tokens * (nq + nk) * HEAD * e + tokens * (HEAD * 4 + 8)
+                # sgl-kernel 0.4.0+ dropped the op; sglang then calls its successor
+                # rotary_embedding (int64 positions, cos/sin in the activations' dtype)
+                rope = getattr(M, "apply_rope_with_cos_sin_cache_inplace", None)
+                succ = getattr(M, "rotary_embedding", None) if rope is None else None
+                pos64, cache_act = pos.long(), cache.to(DTYPE)
                 for neox in (True, False):
                     cases.append(Case(
                         "apply_rope_with_cos_sin_cache_inplace",
                         f"{tokens}x(q{nq}+k{nk})x{HEAD} {'neox' if neox else 'gptj'}", rbytes,
-                        lambda p=pos, q=q, k=k, c=cache, n=neox:
-                            M.apply_rope_with_cos_sin_cache_inplace(p, q, k, HEAD, c, n),
+                        (lambda p=pos64, q=q, k=k, c=cache_act, n=neox, f=succ:
+                            f(p, q, k, HEAD, c, n)) if succ is not None else
+                        (lambda p=pos, q=q, k=k, c=cache, n=neox:
+                            M.apply_rope_with_cos_sin_cache_inplace(p, q, k, HEAD, c, n)),
                         lambda p=pos, q=q, k=k, c=cache, n=neox: eager_rope(p, q, k, c, HEAD, n)))
         if want("topk_softmax"):
             logits = rn(tokens, EXPERTS)
