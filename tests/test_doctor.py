@@ -102,7 +102,9 @@ def test_abi_remedy_names_sglangs_own_pins() -> None:
     ({"sgl-kernel": "0.3.21"}, "2.9.0", "ok", "2.9.1"),              # same minor
     ({"sgl-kernel": "0.2.7"}, "2.7.1", "ok", "2.7.1"),
     ({"sgl-kernel": "0.1.9"}, "2.5.1", "fail", "2.7.1"),             # read from the wheel
-    ({"sgl-kernel": "0.0.9.post2"}, "2.5.1", "info", ""),            # gone from PyPI
+    ({"sgl-kernel": "0.0.9.post2"}, "2.5.1", "ok", "2.5.1"),         # gone from PyPI: pins
+    ({"sgl-kernel": "0.0.8"}, "2.7.0", "fail", "2.5.1"),             # issue #5247
+    ({"sgl-kernel": "0.0.3"}, "2.5.1", "info", ""),                  # before sglang's pins
 ])
 def test_kernel_torch_table(kernel: dict[str, str], torch: str, level: str,
                             built: str) -> None:
@@ -1215,3 +1217,22 @@ def test_hybrid_ops_remedy_names_a_kernel_built_for_the_installed_torch(
                   facts({"sglang": "0.5.1", "sglang-kernel": "0.4.5", "torch": torch},
                         environ={"SGLANG_SHIMS_DISABLE": "sgl-kernel-missing-symbols"}))
     assert off is not None and off.level == "fail" and wanted[0] in off.remedy, off
+
+
+def test_flashinfer_arch_list_env() -> None:
+    """sglang issue 10933: flashinfer 0.3.1+ reads FLASHINFER_CUDA_ARCH_LIST only (0.2.14.post1
+    read TORCH_CUDA_ARCH_LIST; read from the installed wheels).  The remedy turns the torch
+    list into flashinfer's spelling: spaces, no +PTX, 'a' on 9.0 and newer."""
+    found = verdict("flashinfer-arch-list-env",
+                    facts({"flashinfer-python": "0.4.1"},
+                          environ={"TORCH_CUDA_ARCH_LIST": "8.0;9.0;10.0+PTX"}))
+    assert found is not None and found.level == "warn"
+    assert "reads only FLASHINFER_CUDA_ARCH_LIST" in found.detail
+    assert found.remedy.startswith('export FLASHINFER_CUDA_ARCH_LIST="8.0 9.0a 10.0a"')
+    for versions, environ in (
+            ({"flashinfer-python": "0.2.14.post1"}, {"TORCH_CUDA_ARCH_LIST": "9.0"}),
+            ({"flashinfer-python": "0.4.1"}, {"TORCH_CUDA_ARCH_LIST": "9.0",
+                                              "FLASHINFER_CUDA_ARCH_LIST": "9.0a"}),
+            ({"flashinfer-python": "0.4.1"}, {}),
+            ({}, {"TORCH_CUDA_ARCH_LIST": "9.0"})):
+        assert verdict("flashinfer-arch-list-env", facts(versions, environ=environ)) is None

@@ -44,3 +44,26 @@ def test_kernel_0_1_7_needs_torch_2_7() -> None:
     found = abi({"sgl-kernel": "0.1.7", "torch": "2.6.0"})
     assert found.level == "fail" and "built against torch 2.7.1" in found.detail
     assert "sgl-kernel==0.1.6.post1" in found.remedy  # the newest kernel built for torch 2.6
+
+
+def test_issue_5247_kernel_0_0_x_on_torch_2_7() -> None:
+    """0.0.x are gone from PyPI; sglang 0.4.3.post3-0.4.5.post2 pinned them with torch 2.5.1
+    (read from those wheels' Requires-Dist), and issue 5247 reports them failing on 2.7."""
+    found = abi({"sgl-kernel": "0.0.8", "torch": "2.7.0"})
+    assert found.level == "fail"
+    assert found.detail.startswith("sgl-kernel 0.0.8 was built against torch 2.5.1; torch 2.7.0")
+    assert found.remedy.startswith("pip install 'torch==2.5.1' (the torch sgl-kernel 0.0.8 was "
+                                   "built with); keep torch 2.7.0 and install a kernel built "
+                                   "for it: pip install 'sgl-kernel==0.2.9'")
+    # pinned with torch 2.6.0 by sglang 0.4.5.post3 and 0.4.6: said, and from where
+    ok = abi({"sgl-kernel": "0.0.9.post2", "torch": "2.6.0"})
+    assert ok.level == "ok" and "sglang pinned it with torch 2.6.0 too" in ok.detail
+
+
+def test_a_kernel_gone_from_pypi_is_never_the_remedy() -> None:
+    """0.1.1 (torch 2.6 build) on torch 2.5.1: the only kernels built for 2.5 are 0.0.x,
+    which no one can install any more, so the remedy says to change torch."""
+    found = abi({"sgl-kernel": "0.1.1", "torch": "2.5.1"})
+    assert found.level == "fail"
+    assert "0.0." not in found.remedy
+    assert "no published kernel was built with torch 2.5, so change torch" in found.remedy

@@ -80,7 +80,10 @@ def test_patch_gates_pass_on_the_reports_versions(report: dict[str, Any]) -> Non
                          ids=lambda r: r["id"])
 def test_rule_fires_on_the_reports_versions(report: dict[str, Any]) -> None:
     rule = next(x for x in doctor.rules.RULES if x.id == report["rule"])
-    found = rule.evaluate(facts(report["env"], **report.get("facts", {})))
+    fields = dict(report.get("facts", {}))
+    if "caps" in fields:  # JSON has lists; compute capabilities are (major, minor) tuples
+        fields["caps"] = [tuple(cap) for cap in fields["caps"]]
+    found = rule.evaluate(facts(report["env"], **fields))
     assert found is not None, report["id"]
     assert found.remedy, report["id"]
     # a fixed report's rule says the patch covers it (warn); a diagnosed one is a problem

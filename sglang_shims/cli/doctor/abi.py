@@ -21,7 +21,8 @@ def kernel_builds(version: str) -> list[kf.KernelBuild]:
 
 def builds_for_torch(torch_version: str) -> list[kf.KernelBuild]:
     wanted = minor_of(torch_version)
-    return [b for b in kf.KERNEL_BUILDS if b.label is None and minor_of(b.torch) == wanted]
+    return [b for b in kf.KERNEL_BUILDS
+            if b.label is None and not b.gone and minor_of(b.torch) == wanted]
 
 
 def sglang_pin_text(facts: Facts) -> str:
@@ -71,10 +72,12 @@ def check_abi(facts: Facts) -> list[Finding]:
                         f"pip install 'torch=={built}'")]
     loads = [b for b in builds[0].also if minor_of(b) == minor_of(torch_version)]
     if loads:
+        why = (f"sglang pinned it with torch {loads[0]} too (the wheel is gone from PyPI and "
+               "could not be read)" if builds[0].gone else
+               f"every torch symbol it imports is also exported by torch {loads[0]}")
         return [Finding("sgl-kernel-abi", "ok",
-                        f"{dist} {version} was built against torch {built}; every torch symbol "
-                        f"it imports is also exported by torch {loads[0]}, the minor of the "
-                        f"installed {torch_version}")]
+                        f"{dist} {version} was built against torch {built}; {why}, the minor of "
+                        f"the installed {torch_version}")]
     if minor_of(torch_version) != minor_of(built):
         detail = (f"{dist} {version} was built against torch {built}; torch {torch_version} is "
                   "installed: loading it fails with an undefined-symbol error (the C++ ABI "

@@ -25,6 +25,8 @@ class KernelBuild:
     label: str | None = None
     also: tuple[str, ...] = ()
     """Other torch releases whose libraries export every torch symbol these wheels import."""
+    gone: bool = False
+    """No longer on PyPI: diagnosed when installed, never offered as a kernel to install."""
 
     @property
     def dist(self) -> str:
@@ -44,7 +46,14 @@ class KernelBuild:
 # (eight missing from 2.6.0), as 0.2.0 -- the row the build scripts give -- does too.
 # sglang's pins agree: 0.4.6.post1-post5 pin 0.1.0-0.1.4 with torch 2.6.0, 0.4.7-0.4.8.post1
 # pin 0.1.7/0.1.9 with torch 2.7.1.
+#
+# 0.0.x are gone from PyPI, so their libraries cannot be read; the row comes from the sglang
+# wheels that pinned them (Requires-Dist, read from each wheel): 0.4.3.post3-0.4.5.post2 pin
+# sgl-kernel 0.0.3.post6, 0.0.5, 0.0.5.post3, 0.0.5.post4, 0.0.8, 0.0.9.post1, 0.0.9.post2 each
+# with torch==2.5.1, and 0.4.5.post3/0.4.6 pin 0.0.9.post2 with torch==2.6.0; sglang issue
+# 5247 (a PyTorch developer) reports these 2.5.1 builds loading on 2.6 and failing on 2.7.
 KERNEL_BUILDS: tuple[KernelBuild, ...] = (
+    KernelBuild("0.0.3.post6", "0.0.9.post2", "2.5.1", also=("2.6.0",), gone=True),
     KernelBuild("0.3.16.post4", "0.3.18", "2.9.0", label="cu130"),
     KernelBuild("0.1.0", "0.1.0", "2.6.0", also=("2.5.1",)),
     KernelBuild("0.1.1", "0.1.6.post1", "2.6.0"),

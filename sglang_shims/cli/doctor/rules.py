@@ -317,6 +317,33 @@ def _ptxas_blackwell(facts: Facts) -> Verdict | None:
     return None
 
 
+def _flashinfer_arch_list(facts: Facts) -> Verdict | None:
+    """flashinfer-python 0.3.1+ reads FLASHINFER_CUDA_ARCH_LIST only (compilation_context.py;
+    0.2.14.post1's aot.py and JIT read TORCH_CUDA_ARCH_LIST; read from the installed wheels
+    0.2.11.post3-0.7.2).  Not mirrored by a patch: what an explicit flashinfer list means
+    changed between releases (0.4.0rc3 appends 'a' to 9.0+, later ones take it literally or
+    map 12.0 to 12.0f), and TORCH_CUDA_ARCH_LIST is often meant for torch's own extension
+    builds, so copying it would silently pick other kernels than either tool would."""
+    flashinfer = facts.version("flashinfer-python")
+    wanted = facts.environ.get("TORCH_CUDA_ARCH_LIST", "").strip()
+    if (not version_in(flashinfer, ">=0.3.1") or not wanted
+            or facts.environ.get("FLASHINFER_CUDA_ARCH_LIST", "").strip()):
+        return None
+    archs = []
+    for arch in re.split(r"[;,\s]+", wanted.replace("+PTX", "")):
+        major, _, minor = arch.partition(".")
+        if major.isdigit() and minor:
+            archs.append(arch if not minor.isdigit() or int(major) < 9 else f"{arch}a")
+    listed = " ".join(dict.fromkeys(archs)) or "<e.g. 8.0 9.0a 10.0a>"
+    return ("warn", f"TORCH_CUDA_ARCH_LIST={wanted} is set and FLASHINFER_CUDA_ARCH_LIST is not; "
+            f"flashinfer-python {flashinfer} reads only FLASHINFER_CUDA_ARCH_LIST (renamed after "
+            "0.2.x), so its JIT ignores your list and compiles for the GPUs it sees (in a build "
+            "container without one: 'No supported CUDA architectures found'), and a cubin or "
+            "JIT-cache build targets other architectures than you asked for",
+            f'export FLASHINFER_CUDA_ARCH_LIST="{listed}" (space-separated; 9.0 and newer need '
+            "the 'a' suffix for their arch-specific kernels)")
+
+
 def _torch_lacks_arch(facts: Facts) -> Verdict | None:
     torch = facts.version("torch")
     if not torch or facts.torch_build != "cuda":
@@ -562,6 +589,9 @@ RULES: tuple[Rule, ...] = (
     Rule("flashinfer-version-check-disabled", 11,
          "https://github.com/lightseekorg/tokenspeed/pull/284",
          "FLASHINFER_DISABLE_VERSION_CHECK set", _flashinfer_check_disabled),
+    Rule("flashinfer-arch-list-env", None, "https://github.com/sgl-project/sglang/issues/10933",
+         "flashinfer-python >=0.3.1 with TORCH_CUDA_ARCH_LIST set and FLASHINFER_CUDA_ARCH_LIST "
+         "unset", _flashinfer_arch_list),
     Rule("flashinfer-sm120-nvcc128", 13, "https://github.com/flashinfer-ai/flashinfer/pull/3633",
          "flashinfer with a 12.x GPU and a local nvcc < 12.9", _flashinfer_nvcc),
 )
