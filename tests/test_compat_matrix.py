@@ -315,3 +315,23 @@ def test_probe_builds_a_msgspec_server_args_without_post_init(
     sa = _probe_function("server_args")()
     assert isinstance(sa, server_args_cls)
     assert (sa.model_path, sa.device, sa.tp_size, sa.page_size) == ("dummy", "cpu", 1, 1)
+
+
+def test_cell_processes_the_overlays_pth_files(tmp_path: Path) -> None:
+    """A package that puts its modules on sys.path through a ``.pth`` line (nvidia-cutlass-dsl:
+    ``nvidia_cutlass_dsl/python_packages``) is importable in a cell, as in a real install."""
+    import subprocess
+    import sys
+
+    (tmp_path / "vendor" / "inner").mkdir(parents=True)
+    (tmp_path / "vendor" / "inner" / "matrix_pth_probe.py").write_text("X = 1\n")
+    (tmp_path / "vendor_packages.pth").write_text("vendor/inner\n")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert run.site_pth([plain]) == ""  # nothing to process: the cell's code is unchanged
+    code = "import matrix_pth_probe; print(matrix_pth_probe.X)"
+    env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    for prefix, importable in (("", False), (run.site_pth([tmp_path, plain]), True)):
+        proc = subprocess.run([sys.executable, "-S", "-c", prefix + code], env=env,
+                              capture_output=True, text=True, check=False)
+        assert (proc.returncode == 0) is importable, proc.stderr[-500:]

@@ -154,13 +154,25 @@ def setup():
     finally:
         if saved is not None:
             ps.is_cuda_alike = saved
+    get_parallel = getattr(context, "get_parallel", None)
+    if get_parallel is not None and hasattr(get_parallel(), "override_permanently"):
+        try:
+            get_parallel().tp_rank
+        except RuntimeError:  # 0.5.22+: each process reads its ranks from a published bundle;
+            # this one process is rank 0 of every group (world size 1)
+            fields = getattr(context, "_parallel_fields", frozenset)()
+            try:
+                get_parallel().override_permanently(
+                    **{name: 0 for name in fields if name.endswith("_rank")})
+            except Exception as exc:  # noqa: BLE001
+                raise HarnessError(f"ranks of a one-process world: {_first_line(exc)}") from exc
     init = getattr(dp_attention, "initialize_dp_attention", None)
     if init is None:
         raise HarnessError("no sglang.srt.layers.dp_attention.initialize_dp_attention")
     model_config = types.SimpleNamespace(hidden_size=256, dtype=torch.bfloat16,
                                          hf_config=types.SimpleNamespace())
     try:
-        init(server_args=SERVER_ARGS[0], model_config=model_config)
+        call(init, server_args=SERVER_ARGS[0], model_config=model_config)  # 0.5.22: no model_config
     except (AttributeError, TypeError) as exc:
         raise HarnessError(f"initialize_dp_attention: {_first_line(exc)}") from exc
 

@@ -268,13 +268,27 @@ def kernel_situations(pinned: str | None, scratch: Path,
     return out
 
 
+SITE_PTH = "import site as _site\nfor _dir in {dirs!r}:\n    _site.addsitedir(_dir)\ndel _site\n"
+
+
+def site_pth(paths: list[Path]) -> str:
+    """The ``.pth`` files of the release's own packages, processed as ``site`` would.
+
+    A cell runs ``python -S`` with the overlay on ``PYTHONPATH``, where nothing reads
+    ``.pth`` files; in a real install ``site`` does, and some packages depend on it
+    (nvidia-cutlass-dsl puts its ``cutlass`` package on ``sys.path`` that way, 0.5.11+)."""
+    dirs = [str(path) for path in paths if any(path.glob("*.pth"))]
+    return SITE_PTH.format(dirs=dirs) if dirs else ""
+
+
 def run_cell(paths: list[Path], shims: bool, model: bool) -> dict[str, Any]:
     env = clean_env(PYTHONPATH=os.pathsep.join([str(TREE[0]), *map(str, paths),
                                                 *SITE_PACKAGES]))
     env.update({"MATRIX_MODEL": "1" if model else "0", "SGLANG_SHIMS_KERNEL_BACKEND": "torch"})
     if not shims:
         env["SGLANG_SHIMS"] = "0"
-    code = FAKE_CUDA + (ACTIVATE if shims else "") + PROBE.read_text(encoding="utf-8")
+    code = site_pth(paths) + FAKE_CUDA + (ACTIVATE if shims else "") + \
+        PROBE.read_text(encoding="utf-8")
     start = time.monotonic()
     try:
         proc = subprocess.run([sys.executable, "-S", "-c", code], env=env, capture_output=True,
@@ -373,7 +387,7 @@ def harness() -> str:
     """A digest of what decides a cell besides sglang, its environment and the shims."""
     repo = REPO
     digest = hashlib.sha256()
-    for text in (PROBE.read_text(encoding="utf-8"), FAKE_CUDA, ACTIVATE):
+    for text in (PROBE.read_text(encoding="utf-8"), FAKE_CUDA, ACTIVATE, SITE_PTH):
         digest.update(text.encode())
     kernels = repo / "sglang_shims" / "kernels"
     for path in (Path(standin.__file__), kernels / "_provider.py",
