@@ -86,6 +86,80 @@ def missing(sglang: str, module: Any, kernel: str | None = None) -> dict[str, st
     return {name: where for name, where in needs.items() if name not in bound}
 
 
+def absent_submodules(sglang: str, module: Any) -> dict[str, dict[str, str]]:
+    """{submodule: {name: importing module}} that sglang imports unguarded and the kernel
+    lacks as a whole (``sparse_flash_attn`` on sglang-kernel >= 0.4.7).  A submodule
+    that exists is left to the import system, missing names in it included; one that some
+    module of this release imports under a guard is left stock (its fallback)."""
+    present = set(vars(module)) | _submodules(module)
+    out = {}
+    for sub, names in symbols.needed_from_submodules(sglang).items():
+        guarded = any(symbols.guarded_in(f"{sub}.{n}", sglang) for n in names)
+        if sub.partition(".")[0] not in present and not guarded:
+            out[sub] = names
+    return out
+
+
+class _Submodules:
+    """A finder for ``sgl_kernel.<sub>`` of the absent submodules only: each is a module of
+    lazy stand-ins (any public name where sglang imports the module itself)."""
+
+    def __init__(self, package: str, proxy: Callable[[str, str], OptionalSymbol],
+                 absent: dict[str, dict[str, str]]) -> None:
+        self.package = package
+        self.proxy = proxy
+        self.absent = absent
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> Any:
+        from importlib.machinery import ModuleSpec
+
+        sub = fullname.partition(".")[2]
+        if fullname.partition(".")[0] != self.package or sub not in self.absent:
+            return None
+        return ModuleSpec(fullname, self)  # type: ignore[arg-type]
+
+    def create_module(self, spec: Any) -> None:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        sub = module.__name__.partition(".")[2]
+        names = self.absent[sub]
+        for name in names:
+            if name != "*":
+                setattr(module, name, self.proxy(sub, name))
+        if "*" in names:
+            def __getattr__(name: str, sub: str = sub) -> Any:
+                if name.startswith("_"):
+                    raise AttributeError(name)
+                return self.proxy(sub, name)
+
+            module.__getattr__ = __getattr__
+
+
+def serve_submodules(ctx: PatchContext, absent: dict[str, dict[str, str]], sglang: str,
+                     kernel: str) -> None:
+    """Put a finder for the ``absent`` submodules on ``sys.meta_path`` (undone with the
+    patch); each name a lazy stand-in that says what is missing when called."""
+    made: dict[str, OptionalSymbol] = {}
+
+    def proxy(sub: str, name: str) -> OptionalSymbol:
+        key = f"{sub}.{name}"
+        if key not in made:
+            where = absent[sub].get(name) or absent[sub].get("*", "")
+            made[key] = OptionalSymbol(f"sgl_kernel.{sub}", name, ctx.manifest.id,
+                                       lambda: explain(key, sglang, where, kernel))
+        return made[key]
+
+    finder = _Submodules("sgl_kernel", proxy, absent)
+    sys.meta_path.insert(0, finder)
+    ctx.on_undo("sys.meta_path: finder of absent sgl_kernel submodules",
+                lambda: sys.meta_path.remove(finder) if finder in sys.meta_path else None)
+    ctx.details["absent_submodules"] = {f"sgl_kernel.{sub}": sorted(names)
+                                        for sub, names in sorted(absent.items())}
+    ctx.note("submodules the installed kernel lacks, served as lazy stand-ins: "
+             + ", ".join(f"sgl_kernel.{sub}" for sub in sorted(absent)))
+
+
 def apply(ctx: PatchContext) -> None:
     sglang = _version(ctx, "sglang")
     if sglang is None:
@@ -96,9 +170,12 @@ def apply(ctx: PatchContext) -> None:
         first, last = symbols.load()["releases"][0], symbols.load()["releases"][-1]
         raise Retired(f"no import data for sglang {sglang} (the data covers the published"
                       f" releases {first} to {last})")
-    if not todo:
+    absent = absent_submodules(sglang, ctx.module)
+    if not todo and not absent:
         raise Retired(f"the installed {kernel} binds every name sglang {sglang}"
                       " imports from it")
+    if absent:
+        serve_submodules(ctx, absent, sglang, kernel)
     # what the kernel itself binds (another patch's proxies, fused_marlin_moe's, are not it)
     real = {n for n, v in vars(ctx.module).items() if not isinstance(v, OptionalSymbol)}
     routes = hybrid.plan(todo, real)

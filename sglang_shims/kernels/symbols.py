@@ -58,13 +58,30 @@ def _index(sglang: str) -> int | None:
         return None
 
 
-def needed(sglang: str) -> dict[str, str] | None:
-    """{name: a module importing it} for one sglang release; None if not in the data."""
+def _needs(sglang: str) -> dict[str, str] | None:
     at = _index(sglang)
     if at is None:
         return None
     return {name: entry["module"] for name, entry in load()["needs"].items()
             if any(a <= at <= b for a, b in entry["spans"])}
+
+
+def needed(sglang: str) -> dict[str, str] | None:
+    """{name: a module importing it} of ``sgl_kernel`` itself for one sglang release; None
+    if not in the data."""
+    found = _needs(sglang)
+    return None if found is None else {n: m for n, m in found.items() if "." not in n}
+
+
+def needed_from_submodules(sglang: str) -> dict[str, dict[str, str]]:
+    """{submodule: {name: a module importing it}} for one sglang release (``*``: the
+    submodule itself, ``import sgl_kernel.<sub>``)."""
+    out: dict[str, dict[str, str]] = {}
+    for name, module in (_needs(sglang) or {}).items():
+        sub, dot, attr = name.rpartition(".")
+        if dot:
+            out.setdefault(sub, {})[attr] = module
+    return out
 
 
 def guarded_in(name: str, sglang: str) -> frozenset[str]:
@@ -136,7 +153,9 @@ def imports_of(source: str) -> tuple[set[str], set[str]]:
     Module level includes ``if``/``with``/class bodies (they run at import); function
     bodies are left out (their import fails only when called, as stock).  A name is
     guarded when it is imported inside a ``try`` that catches an import failure, or
-    probed with ``hasattr``/``getattr`` on ``sgl_kernel``.
+    probed with ``hasattr``/``getattr`` on ``sgl_kernel``.  Names from a submodule are
+    ``<sub>.<name>`` (``from sgl_kernel.kvcacheio import transfer_kv_direct``), and
+    ``import sgl_kernel.<sub>`` is ``<sub>.*`` (the module itself is needed).
     """
     import ast
 
@@ -145,9 +164,16 @@ def imports_of(source: str) -> tuple[set[str], set[str]]:
     guarded: set[str] = set()
 
     def visit(node: ast.AST, top: bool, guard: bool) -> None:
-        if isinstance(node, ast.ImportFrom) and node.module == "sgl_kernel" and not node.level:
-            names = {a.name for a in node.names if a.name != "*"}
-            (guarded if guard else plain if top else set()).update(names)
+        found: set[str] | None = None
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module \
+                and node.module.partition(".")[0] == "sgl_kernel":
+            sub = node.module.partition(".")[2]
+            found = {f"{sub}.{a.name}" if sub else a.name for a in node.names if a.name != "*"}
+        elif isinstance(node, ast.Import):
+            found = {a.name.partition(".")[2] + ".*" for a in node.names
+                     if a.name.startswith("sgl_kernel.")} or None
+        if found is not None:
+            (guarded if guard else plain if top else set()).update(found)
             return
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("hasattr", "getattr") \
                 and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
@@ -229,6 +255,16 @@ def _spans(present: list[bool], versions: list[str]) -> list[str]:
     return spans
 
 
+def _exports(entry: dict[str, Any], name: str) -> bool:
+    """Does a kernel's export entry bind ``name`` (``<sub>.<name>``, ``<sub>.*``: from its
+    submodule)?"""
+    sub, dot, attr = name.rpartition(".")
+    if not dot:
+        return name in entry["exports"]
+    names = entry["submodules"].get(sub)
+    return names is not None and (attr == "*" or attr in names)
+
+
 def _index_spans(present: list[bool]) -> list[list[int]]:
     """[[first, last], ...] index ranges where ``present`` holds."""
     spans, start = [], None
@@ -255,14 +291,14 @@ def build(wheels: dict[str, Path]) -> dict[str, Any]:
         pin = (entry["pin"] or "").partition("==")[2]
         if pin in exports:
             entry["needs"] = {n: m for n, m in entry["needs"].items()
-                              if n in exports[pin]["exports"]}
+                              if _exports(exports[pin], n)}
     releases = [v for v, e in scanned.items() if e["needs"] or e["pin"]]
     needs: dict[str, dict[str, Any]] = {}
     for name in sorted({n for e in scanned.values() for n in e["needs"]}):
         module = next(scanned[v]["needs"][name] for v in releases if name in scanned[v]["needs"])
         needs[name] = {"spans": _index_spans([name in scanned[v]["needs"] for v in releases]),
                        "module": module,
-                       "exported_by": _spans([name in exports[k]["exports"] for k in kernels],
+                       "exported_by": _spans([_exports(exports[k], name) for k in kernels],
                                              kernels)}
         guards = sorted({m for v in releases if name in scanned[v]["needs"]
                          for m in scanned[v]["guarded_in"].get(name, ())})

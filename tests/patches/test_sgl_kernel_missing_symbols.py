@@ -49,19 +49,22 @@ def _patch() -> types.ModuleType:
 
 def _kernel_module(version: str) -> types.ModuleType:
     module = types.ModuleType("sgl_kernel")
-    names, _ = standin.surface(version)
+    names, submodules = standin.surface(version)
     for name in names:
         setattr(module, name, object())
+    for sub in submodules:  # as the import system binds a loaded submodule
+        setattr(module, sub.partition(".")[0], types.ModuleType(f"sgl_kernel.{sub}"))
     return module
 
 
 def _pin_filter(scanned: dict[str, Any]) -> dict[str, str]:
     """Needs less what the exactly pinned kernel lacks too (other platforms' paths)."""
+    top = {n: m for n, m in scanned["needs"].items() if "." not in n}  # not submodules' names
     pin = scanned["pin"].partition("==")[2]
     if pin not in standin.versions():
-        return dict(scanned["needs"])
+        return top
     exports = set(standin.surface(pin)[0])
-    return {n: m for n, m in scanned["needs"].items() if n in exports}
+    return {n: m for n, m in top.items() if n in exports}
 
 
 @pytest.mark.wheels
@@ -82,10 +85,13 @@ def test_guard_rules() -> None:
         "class C:\n    from sgl_kernel import in_class\n"
         "try:\n    from sgl_kernel import unguarded_try\nexcept KeyError:\n    pass\n"
         "import sgl_kernel\nok = hasattr(sgl_kernel, 'probed')\n"
-        "from sgl_kernel.elementwise import sub\n")
+        "from sgl_kernel.elementwise import sub\n"
+        "import sgl_kernel.kvcacheio\n"
+        "try:\n    import sgl_kernel.allreduce\nexcept ImportError:\n    pass\n")
     plain, guarded = symbols.imports_of(source)
-    assert plain == {"a", "b", "under_if", "in_class", "unguarded_try"}
-    assert guarded == {"guarded", "probed"}
+    assert plain == {"a", "b", "under_if", "in_class", "unguarded_try", "elementwise.sub",
+                     "kvcacheio.*"}
+    assert guarded == {"guarded", "probed", "allreduce.*"}
 
 
 def _expected(version: str, scanned: dict[str, str], kernel: str) -> set[str]:
@@ -286,3 +292,52 @@ def test_real_wheel_guarded_and_unguarded(sglang_release: Callable[[str], Path],
     assert data["state"] == "applied"
     assert "sgl_kernel.scaled_fp4_quant" in data["proxies"]
     assert "sgl_kernel.awq_marlin_repack" in data["proxies"], data["proxies"]
+
+
+def test_absent_submodule_is_found_from_the_data(tmp_path: Path) -> None:
+    """sglang 0.5.17 imports sparse_flash_attn's functions unguarded (the dual-chunk
+    attention backend); sglang-kernel 0.4.7 dropped that submodule."""
+    patch = _patch()
+    names = symbols.needed_from_submodules("0.5.17")["sparse_flash_attn"]
+    assert set(names) == {"convert_vertical_slash_indexes",
+                          "convert_vertical_slash_indexes_mergehead", "sparse_attn_func"}
+    module = types.ModuleType("sgl_kernel")
+    module.__path__ = [str(tmp_path)]
+    assert "sparse_flash_attn" in patch.absent_submodules("0.5.17", module)
+    (tmp_path / "sparse_flash_attn.py").write_text("")
+    (tmp_path / "kvcacheio.py").write_text("")
+    assert "sparse_flash_attn" not in patch.absent_submodules("0.5.17", module)
+
+
+DUAL_CHUNK = FAKE_CUDA + """
+import json
+import sglang.srt.layers.attention.dual_chunk_flashattention_backend as backend
+try:
+    backend.sparse_attn_func(None)
+except Exception as exc:
+    error = f"{type(exc).__name__}: {exc}"
+import sglang_shims
+entry = sglang_shims.status()["sgl-kernel-missing-symbols"]
+print(json.dumps({"error": error, "state": entry["state"],
+                  "absent": entry["details"].get("absent_submodules", {})}))
+"""
+
+
+@pytest.mark.wheels
+def test_real_wheel_absent_submodule(sglang_release: Callable[[str], Path],
+                                     standin_kernel: Callable[..., Path]) -> None:
+    """``from sgl_kernel.sparse_flash_attn import ...`` on sglang 0.5.9 with kernel 0.4.10:
+    stock the module fails to import; patched it imports and the call explains itself."""
+    paths = (sglang_release("0.5.9"), standin_kernel("0.4.10"))
+    stock = run_python(DUAL_CHUNK, paths=paths, timeout=300,
+                       env={"SGLANG_SHIMS_DISABLE": "sgl-kernel-missing-symbols"})
+    assert "No module named 'sgl_kernel.sparse_flash_attn'" in stock.stderr, \
+        stock.stderr[-2000:]
+    fixed = run_python(DUAL_CHUNK, paths=paths, timeout=300)
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    data = json.loads(fixed.stdout.strip().splitlines()[-1])
+    assert data["error"].startswith("MissingSymbolError: sgl_kernel.sparse_flash_attn."
+                                    "sparse_attn_func is not available"), data["error"]
+    assert "sgl-kernel==0.3.21" in data["error"]
+    assert "sparse_attn_func" in data["absent"]["sgl_kernel.sparse_flash_attn"]
+    assert data["state"] == "applied"
