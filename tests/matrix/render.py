@@ -150,10 +150,13 @@ def markdown(data: dict[str, Any]) -> str:
               " today's torch or from the run machine, replaced for the run (the resolver's"
               " complaint decides):", ""]
     lines += [f"- {what}: {why}." for _complaint, _override, what, why in RELAX]
-    if releases:
-        mean = sum(e["seconds"] for e in releases.values()) / len(releases) / 60
-        lines += ["", f"One release takes {mean:.0f} minutes on average on the 2-core machine"
-                  f" these ran on (`--jobs 2`, wheels and uv cache warm); all"
+    timed = [e["seconds"] for e in releases.values()
+             if not all("env_error" in c for c in e["cells"])]  # an environment that
+    if timed:  # failed to install ran no cell: its seconds say nothing about a run
+        mean = sum(timed) / len(timed) / 60
+        lines += ["", f"One release takes {mean:.1f} minutes on average ({min(timed) / 60:.1f}"
+                  f" to {max(timed) / 60:.1f}) on the 2-core machine these ran on (`--jobs 2`,"
+                  " wheels and uv cache warm, shared with other work); all"
                   f" {len(everything)} releases would take about"
                   f" {mean * len(everything) / 60:.1f} hours."]
     if missing:
