@@ -30,8 +30,14 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def patches_of(report: dict[str, Any]) -> list[str]:
+    """The patches a report names: ``patch`` is one id, or a list when it takes several."""
+    named = report.get("patch") or []
+    return [named] if isinstance(named, str) else list(named)
+
+
 def _handled_by(report: dict[str, Any]) -> str:
-    parts = [f"patch `{report['patch']}`" if report.get("patch") else "",
+    parts = [", ".join(f"patch `{p}`" for p in patches_of(report)),
              f"doctor rule `{report['rule']}`" if report.get("rule") else "",
              f"doctor check `{report['check']}`" if report.get("check") else ""]
     return ", ".join(p for p in parts if p) or "-"

@@ -56,6 +56,7 @@ TARGETS = {
     "sm120-triton-attention-tiles": "sglang.srt.utils",
     "sm120-trtllm-backend-autoselect": "sglang.srt.server_args",
     "tf-config-register-collision": "sglang.srt.configs.qwen3_asr",
+    "tf448-llama-flash-attention2-removed": "transformers.models.llama.modeling_llama",
     "tf449-mllama-valid-images-removed": "sglang.srt.configs.qwen2_5_vl_config",
     "tf449-qwen2-5-vl-register-collision": "sglang.srt.configs.qwen2_5_vl_config",
     "tf5-attn-mask-utils-removed": "sglang.srt.models.clip",

@@ -90,6 +90,10 @@ EXCEPTIONS: dict[str, list[tuple[str, str]]] = {
     "tf5-gpt2-bytes-to-unicode": [(
         "*", "the fingerprint is on transformers; sglang is any release that can load "
         "remote-code tokenizers")],
+    "tf448-llama-flash-attention2-removed": [(
+        "*", "the fingerprint is on transformers; sglang is any release that can load "
+        "remote-code models, up to 0.5.10.post1 (0.5.11+ bind the name themselves at import: "
+        "an absence no fingerprint can state)")],
     "sm120-triton-attention-tiles": [(
         "<0.4.0", "0.3.5-0.3.6.post3 have the same module-level CUDA_CAPABILITY tiles, but the "
         "range starts at 0.4.0, the first release whose kernels were compiled for sm_120 "
