@@ -79,7 +79,11 @@ FLAGS = ["--attention-backend", "triton", "--sampling-backend", "pytorch",
          "--disable-custom-all-reduce", "--mm-attention-backend", "sdpa",
          "--grammar-backend", "none", "--disable-cuda-graph", "--mem-fraction-static", "0.3",
          "--context-length", "4096", "--log-level", "warning"]
-ENV = {"SGLANG_IS_FLASHINFER_AVAILABLE": "false"}
+ENV = {"SGLANG_IS_FLASHINFER_AVAILABLE": "false",
+       # NVLink multicast off, always: on a shared multi-GPU host it can put the GPUs out of
+       # service (the device notes); sglang's own --enable-nccl-nvls stays at its default off
+       "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+       "NVSHMEM_DISABLE_NVLS": "1"}
 # Triton computes tl.dot on float32 inputs in TF32 by default on sm_80+ (sglang's Triton
 # attention does); the float32 correctness runs ask for IEEE float32 so that both sides
 # really compute in the same precision.
@@ -474,6 +478,13 @@ def server_flags(attention_backend: str, cuda_graphs: bool, sglang: str = "0.5.1
     return flags
 
 
+def tp_flags(tp: int) -> list[str]:
+    """Tensor parallel over ``tp`` GPUs (issue 14): one scheduler process per rank, each
+    must show the patches applied in its report.  Custom all-reduce is already off
+    (FLAGS); NVLink multicast is off through ENV."""
+    return [] if tp <= 1 else ["--tp-size", str(tp)]
+
+
 def _newer(version: str, than: str) -> bool:
     from packaging.version import Version
 
@@ -666,6 +677,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--decode", type=int, default=128, help="tokens per throughput run")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--long-prompt", type=int, default=3000, help="TTFT prompt tokens")
+    parser.add_argument("--tp", type=int, default=1,
+                        help="tensor-parallel size of every server (one scheduler per rank)")
     parser.add_argument("--real-float32", action="store_true",
                         help="mode real also in float32 (where the kernel under test can: the"
                              " hybrid tier of examples/hybrid_serve.py)")
@@ -826,7 +839,8 @@ def main(argv: list[str] | None = None) -> int:
                      "model": assets["models"][name], "env": env, "mode": planned["mode"],
                      "dtype": planned["dtype"], "prompts": prompts, "new": args.new,
                      "reference": ref, "tie": tie, "floor": floor,
-                     "flags": server_flags(args.attention_backend, False, sglang, mem="0.2")})
+                     "flags": server_flags(args.attention_backend, False, sglang, mem="0.2")
+                     + tp_flags(args.tp)})
     if jobs:
         results["correctness_runs"] = [job["key"] for job in jobs]
         results.update(correctness(jobs, args.out, args.eos))
@@ -849,7 +863,7 @@ def main(argv: list[str] | None = None) -> int:
                  if name == "qwen3" else assets["models"][name])
         run = speed(key, plain, model, args.out, env,
                     server_flags(args.attention_backend, args.cuda_graphs, sglang,
-                                 max_bs=max(batches), speed_log=True),
+                                 max_bs=max(batches), speed_log=True) + tp_flags(args.tp),
                     prompts, batches, args.decode, args.reps, args.long_prompt,
                     assets["vocab"])
         run["cuda_graphs"] = args.cuda_graphs
