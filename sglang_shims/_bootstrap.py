@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 # patch id -> the module whose import triggers it
 TARGETS = {
     "alloc-conf-env-mirror": "sglang",
+    "deepgemm-compile-mode-missing": "sglang.srt.layers.deep_gemm_wrapper.compile_utils",
     "file-uri-media": "sglang.srt.utils",
     "gemma-norm-fp32-plus-one": "sglang.srt.models.gemma",
     "gemma3-rope-factor-missing": "sglang.srt.models.gemma3_causal",
