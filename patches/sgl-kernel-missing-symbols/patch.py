@@ -212,6 +212,10 @@ def apply(ctx: PatchContext) -> None:
     by = {p: sorted(n for n, r in routes.items() if r.provider == p) for p in hybrid.PROVIDERS}
     ctx.note(f"supplied {len(todo)} name(s) missing from the installed {kernel}: "
              + "; ".join(f"{p}: {', '.join(names)}" for p, names in by.items() if names))
+    # the model sglang loads is judged against this table and the live module
+    from sglang_shims.kernels.serving_model import observe_models
+
+    observe_models(ctx)
 
 
 def guarded_lookup(module: Any, gated: dict[str, OptionalSymbol], sglang: str

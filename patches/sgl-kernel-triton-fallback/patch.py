@@ -94,6 +94,10 @@ def provide(ctx: PatchContext) -> None:
     served = sorted(provider.exports & set(implementations))
     ctx.note(f"export surface of sgl-kernel {version} (sglang pins {pin or 'none'});"
              f" implemented: {', '.join(served)}; every other name raises when called")
+    # the model sglang loads is judged against what is served (details["models"])
+    from sglang_shims.kernels.serving_model import observe_models
+
+    observe_models(ctx)
 
 
 def _import_error_detail() -> str | None:

@@ -21,11 +21,11 @@ such, not guessed at.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ModelOps", "ops_for_config"]
+__all__ = ["ModelOps", "config_of", "not_called", "ops_for_config", "provider_of", "served_by"]
 
 _DENSE = ("rmsnorm", "fused_add_rmsnorm", "apply_rope_with_cos_sin_cache_inplace")
 _ACTIVATION = {"silu": "silu_and_mul", "swiglu": "silu_and_mul", "gelu": "gelu_and_mul",
@@ -92,3 +92,84 @@ def ops_for_config(config: Mapping[str, Any]) -> ModelOps:
                 f"quantization {method!r}: its kernels (sgl_kernel's or other libraries') are "
                 "outside the fallback's op set")
     return result
+
+
+def config_of(hf_config: Any, quantization: str | None = None) -> dict[str, Any]:
+    """A built model config as the ``config.json`` mapping :func:`ops_for_config` reads.
+
+    ``hf_config`` is the ``PretrainedConfig`` sglang loaded (``to_dict()``; a plain object:
+    its attributes).  ``quantization`` is the method sglang settled on (``--quantization``
+    or the checkpoint's): where it differs from the checkpoint's ``quant_method`` or the
+    checkpoint has none (online FP8 of bf16 weights), it is the one that decides the ops.
+    """
+    to_dict = getattr(hf_config, "to_dict", None)
+    raw = to_dict() if callable(to_dict) else dict(vars(hf_config))
+    config: dict[str, Any] = dict(raw) if isinstance(raw, Mapping) else {}
+    if quantization:
+        held = config.get("quantization_config")
+        base = dict(held) if isinstance(held, Mapping) else {}
+        if str(base.get("quant_method", "")).lower() != quantization.lower():
+            config["quantization_config"] = {**base, "quant_method": quantization}
+    return config
+
+
+def provider_of(label: str) -> str:
+    """The provider a label of :func:`served_by` (or of the hybrid's ``kernel_ops``) starts
+    with: ``real kernel``, ``adapter``, ``ours`` or ``none``."""
+    from .hybrid import PROVIDERS
+
+    return next((p for p in PROVIDERS if label.startswith(p)), label)
+
+
+def served_by(ops: Iterable[str], module: Any,
+              table: Mapping[str, str] | None = None) -> dict[str, str]:
+    """op -> who serves it in this process, read from the live ``sgl_kernel`` ``module``.
+
+    Why live: only what the module binds now is in effect.  ``table`` is the hybrid tier's
+    ``kernel_ops`` (its labels say more: an adapter, half types only); a name it does not
+    list is judged from the module: unbound (absent, or only a lazy stand-in its module
+    ``__getattr__`` would make) or a stand-in that raises on call is ``none``, one of
+    sglang-shims' implementations is ``ours``, anything else the real kernel's.  Nothing
+    is looked up through the module's ``__getattr__``, so judging binds nothing.
+    """
+    from ..engine.proxy import OptionalSymbol
+    from .hybrid import NONE, OURS, REAL
+
+    bound = vars(module) if module is not None else {}
+    listed = table or {}
+    out: dict[str, str] = {}
+    for op in ops:
+        value = bound.get(op)
+        if value is None or isinstance(value, OptionalSymbol):
+            said = listed.get(op, "")
+            out[op] = said if provider_of(said) == NONE else \
+                f"{NONE}: {'raises when called' if value is not None else 'not bound'}"
+        elif op in listed:
+            out[op] = listed[op]
+        elif str(getattr(value, "__module__", "")).startswith("sglang_shims."):
+            out[op] = OURS
+        else:
+            out[op] = REAL
+    return out
+
+
+def not_called(ops: Iterable[str], sglang: str | None) -> list[str]:
+    """The ``ops`` release ``sglang`` never calls from ``sgl_kernel`` (it uses its own
+    Triton or torch code instead: ``moe_sum_reduce`` before 0.5.4.post2), read from
+    ``data/moe_fp8_ops.json`` (every release's wheel).  Why: :func:`ops_for_config` is an
+    upper bound over releases, and an op the installed release never calls cannot fail
+    it.  A release or an op the data does not cover is never dropped (empty answer)."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).with_name("data") / "moe_fp8_ops.json").read_text())
+    releases: list[str] = data["releases"]
+    if sglang not in releases:
+        return []
+    at = releases.index(sglang)
+
+    def called(spans: list[dict[str, Any]]) -> bool:
+        return any(releases.index(s["first"]) <= at <= releases.index(s["last"])
+                   for s in spans)
+
+    return [op for op in ops if op in data["ops"] and not called(data["ops"][op])]
