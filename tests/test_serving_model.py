@@ -8,6 +8,7 @@ of docs/fallback-ops.md, never read from the code under test.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import textwrap
@@ -315,3 +316,34 @@ def test_judging_never_breaks_sglang(ctx: PatchContext, fake_sglang: Path,
 
 
 CTX: PatchContext | None = None
+
+
+# -- `sglang-shims status`: one line per model served, only from patches in effect ----------
+
+def test_status_prints_one_line_per_model_and_json_has_it(tmp_path: Path) -> None:
+    from sglang_shims.cli import status as cli_status
+
+    verdict = {"architecture": "Qwen3MoeForCausalLM", "quantization": None,
+               "families": ["dense", "MoE, softmax routing"],
+               "ops": {"rmsnorm": "ours", "topk_softmax": "ours",
+                       "moe_sum_reduce": "none: raises when called"},
+               "would_fail": ["moe_sum_reduce"], "unsupported": []}
+
+    def report(pid: int, state: str, models: dict[str, Any]) -> None:
+        entry = {"state": state, "reason": "r", "details": {"models": models}}
+        data = {"schema": 1, "process": {"pid": pid, "ppid": 1, "role": "scheduler",
+                                         "origin": "pth", "argv": ["x"], "time": pid},
+                "patches": {"sgl-kernel-triton-fallback": entry}}
+        (tmp_path / f"{pid}.json").write_text(json.dumps(data))
+
+    report(10, "applied", {"/m/moe": verdict})
+    report(11, "applied", {"/m/moe": verdict})
+    report(12, "reverted", {"/m/other": verdict})  # not in effect: never shown
+    summary = cli_status.aggregate(tmp_path)
+    lines = [line for line in summary.text().splitlines() if line.startswith("model ")]
+    assert lines == ["model /m/moe (Qwen3MoeForCausalLM, quantization none) via"
+                     " sgl-kernel-triton-fallback, pid 10, 11: WOULD FAIL at call:"
+                     " moe_sum_reduce; ours: rmsnorm, topk_softmax"]
+    assert summary.as_dict()["models"] == [{"patch": "sgl-kernel-triton-fallback",
+                                            "model": "/m/moe", "verdict": verdict,
+                                            "pids": [10, 11]}]

@@ -67,6 +67,10 @@ class Summary:
     """multiprocessing's resource tracker and fork server: listed, never counted."""
     user: str = field(default_factory=_trust.whoami)
     """Whose reports these are: only files of the current user are read."""
+    models: list[dict[str, Any]] = field(default_factory=list)
+    """The models processes served through an applied kernel patch, with their op
+    verdicts (``details["models"]``): one entry per patch, model and verdict, with the
+    pids that reported it."""
 
     def verdict(self, patch_id: str) -> str:
         states = self.patches[patch_id]
@@ -82,7 +86,7 @@ class Summary:
                 "patches": {pid: {"verdict": self.verdict(pid), "states": states}
                             for pid, states in sorted(self.patches.items())},
                 "helpers": self.helpers, "unreadable": self.unreadable,
-                "problems": self.problems,
+                "problems": self.problems, "models": self.models,
                 "user": self.user}
 
     def text(self) -> str:
@@ -107,11 +111,43 @@ class Summary:
                f"{helpers})",
                "", procs, "",
                _table.table(["patch", "verdict", "processes that differ"], rows, wrap={2})]
-        return "\n".join(out + self._notes())
+        return "\n".join(out + [model_line(m) for m in self.models] + self._notes())
 
     def _notes(self) -> list[str]:
         return ([f"problem: {p}" for p in self.problems]
                 + [f"unreadable report: {u}" for u in self.unreadable])
+
+
+def model_line(model: dict[str, Any]) -> str:
+    """One line per model served: who serves each op it reaches, failures first."""
+    entry = model["verdict"]
+    groups: dict[str, list[str]] = {}
+    for op, who in entry.get("ops", {}).items():
+        groups.setdefault(str(who).partition(":")[0].partition(" (")[0], []).append(op)
+    failing = entry.get("would_fail") or []
+    head = (f"model {model['model']} ({entry.get('architecture')}, quantization"
+            f" {entry.get('quantization') or 'none'}) via {model['patch']}, pid"
+            f" {', '.join(map(str, model['pids']))}: ")
+    parts = [f"WOULD FAIL at call: {', '.join(failing)}"] if failing else []
+    parts += [f"{who}: {', '.join(ops)}" for who, ops in groups.items() if who != "none"]
+    parts += [str(u) for u in entry.get("unsupported") or []]
+    return head + "; ".join(parts)
+
+
+def _add_models(summary: Summary, process: dict[str, Any], patch_id: str,
+                entry: dict[str, Any]) -> None:
+    """Only an applied patch's verdicts: what a failed or reverted one judged is not in
+    effect."""
+    if entry.get("state") != "applied":
+        return
+    for model, verdict in (entry.get("details", {}).get("models") or {}).items():
+        same = next((m for m in summary.models if m["patch"] == patch_id
+                     and m["model"] == model and m["verdict"] == verdict), None)
+        if same is None:
+            summary.models.append({"patch": patch_id, "model": model, "verdict": verdict,
+                                   "pids": [process.get("pid")]})
+        else:
+            same["pids"].append(process.get("pid"))
 
 
 def label(process: dict[str, Any]) -> str:
@@ -152,6 +188,7 @@ def aggregate(directory: Path) -> Summary:
             summary.patches.setdefault(patch_id, {}).setdefault(state, []).append(
                 {"pid": process.get("pid"), "role": process.get("role"),
                  "reason": entry.get("reason", "")})
+            _add_models(summary, process, patch_id, entry)
             if state in ("failed", "drifted", "stale", "bypassed"):  # not in effect
                 summary.problems.append(
                     f"{patch_id} {state} in pid {process.get('pid')}: {entry.get('reason')}")
