@@ -72,6 +72,7 @@ TARGETS = {
     "tf5-rope-theta-moved": "sglang.srt.utils",
     "tf5-vision-rope-renamed": "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
     "tf54-config-bare-annotations": "sglang.srt.configs",
+    "tf54-qwen3-5-moe-subconfig-dicts": "sglang.srt.configs.qwen3_5",
     "torch-amx-probe-removed": "sglang.srt.utils",
     "triton-cache-helpers-removed": "sglang.srt.utils",
     "triton-ptxas-blackwell": "sglang",
