@@ -103,3 +103,43 @@ def test_real_sglang_model_config_is_judged(tmp_path: Path,
     assert any(line.startswith(f"model {key['fp8']} (Qwen3ForCausalLM, quantization fp8)")
                and "ours: apply_rope_with_cos_sin_cache_inplace, fp8_blockwise_scaled_mm," in line
                for line in lines), lines
+
+
+HYBRID = FAKE_CUDA + """
+import json, os
+from sglang.srt.configs.model_config import ModelConfig
+for name in ("moe", "fp8"):
+    ModelConfig(model_path=os.path.join(ROOT, name))
+import sglang_shims
+print(json.dumps(sglang_shims.status()["sgl-kernel-missing-symbols"]))
+"""
+
+
+def test_real_sglang_on_a_newer_kernel_is_judged_by_the_hybrid(
+        tmp_path: Path, sglang_release: Callable[[str], Path],
+        standin_kernel: Callable[..., Path]) -> None:
+    """sglang 0.5.1 on sglang-kernel 0.4.5's export surface: the kernel serves MoE routing
+    and alignment and per-group FP8 quantisation; 0.4.0 dropped
+    apply_rope_with_cos_sin_cache_inplace (an adapter to rotary_embedding) and
+    fp8_blockwise_scaled_mm (ours)."""
+    for module in ("torch", "transformers"):
+        need(module)
+    from sglang_shims.testing.standin import ops_faked_by
+
+    root = tmp_path / "models"
+    for name in ("moe", "fp8"):
+        (root / name).mkdir(parents=True)
+        (root / name / "config.json").write_text(json.dumps(CONFIGS[name]))
+    sglang = sglang_release("0.5.1")
+    kernel = standin_kernel("0.4.5", torch_ops=ops_faked_by(sglang))
+    result = run_python(HYBRID.replace("ROOT", repr(str(root))), paths=(sglang, kernel),
+                        timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    entry = json.loads(result.stdout.strip().splitlines()[-1])
+    assert entry["state"] == "applied"
+    moe, fp8 = (entry["details"]["models"][str(root / n)] for n in ("moe", "fp8"))
+    assert moe["ops"]["topk_softmax"] == moe["ops"]["moe_align_block_size"] == "real kernel"
+    assert moe["ops"]["apply_rope_with_cos_sin_cache_inplace"].startswith("adapter: ")
+    assert fp8["ops"]["sgl_per_token_group_quant_fp8"] == "real kernel"
+    assert fp8["ops"]["fp8_blockwise_scaled_mm"].startswith("ours")
+    assert moe["would_fail"] == fp8["would_fail"] == []
