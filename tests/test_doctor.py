@@ -1236,3 +1236,18 @@ def test_flashinfer_arch_list_env() -> None:
             ({"flashinfer-python": "0.4.1"}, {}),
             ({}, {"TORCH_CUDA_ARCH_LIST": "9.0"})):
         assert verdict("flashinfer-arch-list-env", facts(versions, environ=environ)) is None
+
+
+def test_hybrid_ops_remedy_on_a_cuda13_torch_names_the_variant_build() -> None:
+    """sglang 0.5.5 pins sgl-kernel 0.3.16.post5: the PyPI file is a CUDA 12 build for torch
+    2.8, its +cu130 variant was built with torch 2.9.0 (the table's label row).  On torch
+    2.9.0+cu130 the pin is the remedy, from the cu130 index."""
+    found = verdict("sgl-kernel-hybrid-ops",
+                    facts({"sglang": "0.5.5", "sglang-kernel": "0.4.5", "torch": "2.9.0+cu130"}))
+    assert found is not None
+    assert ("pip install 'sgl-kernel==0.3.16.post5' --index-url https://docs.sglang.ai/whl/cu130/"
+            " (built with torch 2.9.0)") in found.remedy, found.remedy
+    plain = verdict("sgl-kernel-hybrid-ops",
+                    facts({"sglang": "0.5.5", "sglang-kernel": "0.4.5", "torch": "2.8.0+cu128"}))
+    assert plain is not None and "--index-url" not in plain.remedy
+    assert "pip install 'sgl-kernel==0.3.16.post5' (built with torch 2.8.0)" in plain.remedy

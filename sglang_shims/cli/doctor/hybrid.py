@@ -13,9 +13,10 @@ from packaging.version import InvalidVersion, Version
 
 from ...kernels import hybrid, symbols
 from ...kernels._provider import _surfaces
+from . import kernel_facts as kf
 from .abi import builds_for_torch, kernel_builds
 from .facts import Facts
-from .versions import minor_of
+from .versions import cuda_from_label, local_label, minor_of, version_between, version_in
 
 PATCH = "sgl-kernel-missing-symbols"
 
@@ -49,6 +50,19 @@ def _candidates(torch: str, needs: dict[str, str]) -> list[tuple[str, str, str, 
     return found
 
 
+def variant_index(kernel: str, torch: str | None) -> str:
+    """`` --index-url ...`` when the torch is a CUDA build (``+cu130``) of another major than
+    the kernel's PyPI default file: that kernel's variant for the torch's CUDA lives there."""
+    cuda = cuda_from_label(local_label(torch))
+    default = next((major for first, last, major in kf.DEFAULT_CUDA_MAJOR
+                    if version_between(kernel, first, last)), None)
+    if cuda is None or default is None or int(cuda.split(".")[0]) == default:
+        return ""
+    label = ("cu130" if int(cuda.split(".")[0]) >= 13 else
+             "cu129" if version_in(kernel, ">=0.3.9") else "cu128")
+    return f" --index-url {kf.VARIANT_INDEX.format(label=label)}"
+
+
 def install_text(sglang: str, needs: dict[str, str], torch: str | None,
                  installed: str | None = None) -> str:
     """What to install so that the real kernel serves every name: the pinned kernel when it
@@ -59,17 +73,18 @@ def install_text(sglang: str, needs: dict[str, str], torch: str | None,
     is no remedy on another torch.  ``installed`` is the kernel distribution installed: both
     provide the module sgl_kernel, so changing the name means uninstalling it first."""
 
-    def install(dist: str, spec: str) -> str:
+    def install(dist: str, spec: str, version: str) -> str:
         swap = f"pip uninstall -y {installed} && " if installed and installed != dist else ""
-        return f"{swap}pip install '{dist}{spec}'"
+        return f"{swap}pip install '{dist}{spec}'{variant_index(version, torch)}"
 
     pin = symbols.pinned(sglang)
     req = Requirement(pin) if pin else None
     exact = [s.version for s in req.specifier if s.operator == "=="] if req else []
     pinned = exact[0] if exact else ""
-    builds = kernel_builds(pinned) if pinned else []
+    label = local_label(torch) if cuda_from_label(local_label(torch)) else None
+    builds = kernel_builds(f"{pinned}+{label}" if label else pinned) if pinned else []
     built = builds[0].torch if builds else None
-    as_pinned = install(req.name, str(req.specifier)) if req else ""
+    as_pinned = install(req.name, str(req.specifier), pinned) if req else ""
     if req and (torch is None or built is None or minor_of(built) == minor_of(torch)):
         return as_pinned + (f" (built with torch {built})" if built else "")
     if torch is None:
@@ -88,9 +103,10 @@ def install_text(sglang: str, needs: dict[str, str], torch: str | None,
     dist, version, torch_built, stood_in = min(nearest, key=lambda c: len(c[3]))
     left = (f" but {', '.join(stood_in)}, which only another patch's stand-in supplies (the"
             " import works, the op cannot run)" if stood_in else "")
-    return (f"{install(dist, '==' + version)} (built with torch {torch_built}; it exports every"
-            f" name sglang {sglang} imports{left}) -- the pinned {pin or 'kernel'} was built"
-            f" with torch {built or 'another release'} and does not load on {torch}")
+    return (f"{install(dist, '==' + version, version)} (built with torch {torch_built}; it"
+            f" exports every name sglang {sglang} imports{left}) -- the pinned"
+            f" {pin or 'kernel'} was built with torch {built or 'another release'} and does not"
+            f" load on {torch}")
 
 
 def kernel_ops(facts: Facts) -> tuple[str, str, str] | None:
