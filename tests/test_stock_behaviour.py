@@ -150,7 +150,7 @@ def fake_dist(root: Path, name: str, version: str) -> None:
 
 @pytest.mark.parametrize("sglang, toggle, offered", [
     ("0.5.1", {}, True),           # inside the fallback's range: it may stand in
-    ("0.5.18", {}, False),         # outside it: stock answer
+    ("0.5.24", {}, False),         # outside it (the range ends at 0.5.23): stock answer
     ("0.5.1", {"SGLANG_SHIMS_DISABLE": "sgl-kernel-triton-fallback"}, False),
 ])
 def test_stand_in_offered_only_when_its_gates_pass(tmp_path: Path, sglang: str,
