@@ -139,6 +139,23 @@ def test_an_op_the_release_never_calls_cannot_fail_it(ctx: PatchContext,
     assert entry["ops"]["moe_sum_reduce"].startswith("not called: sglang 0.5.1")
 
 
+def test_an_op_the_pinned_kernel_lacks_is_not_called(ctx: PatchContext,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """sglang 0.5.23 runs RoPE as its own JIT kernel; its pin, sglang-kernel 0.4.10, has no
+    apply_rope_with_cos_sin_cache_inplace, so the stand-in lacking it fails nothing."""
+    ctx.versions["sglang"] = "0.5.23"
+    monkeypatch.setitem(sys.modules, "sgl_kernel", kernel(True, **{
+        op: ours(op) for op in DENSE_OPS if op != "apply_rope_with_cos_sin_cache_inplace"}))
+    entry = serving_model.record_model(ctx, FakeModelConfig("/m/dense", DENSE))
+    assert entry["would_fail"] == []
+    assert entry["ops"]["apply_rope_with_cos_sin_cache_inplace"] == (
+        "not called: sglang-kernel==0.4.10, which sglang 0.5.23 pins, has no"
+        " apply_rope_with_cos_sin_cache_inplace")
+    ctx.versions["sglang"] = "0.5.9"  # pins sgl-kernel 0.3.21, which has it: a failure
+    entry = serving_model.record_model(ctx, FakeModelConfig("/m/dense", DENSE))
+    assert entry["would_fail"] == ["apply_rope_with_cos_sin_cache_inplace"]
+
+
 def test_hybrid_labels_and_online_fp8(ctx: PatchContext, monkeypatch: pytest.MonkeyPatch) -> None:
     """The hybrid's table gives its labels; ``--quantization fp8`` on a bf16 checkpoint
     reaches the per-channel FP8 ops (sglang's own choice decides, not the checkpoint)."""

@@ -143,3 +143,41 @@ def test_real_sglang_on_a_newer_kernel_is_judged_by_the_hybrid(
     assert fp8["ops"]["sgl_per_token_group_quant_fp8"] == "real kernel"
     assert fp8["ops"]["fp8_blockwise_scaled_mm"].startswith("ours")
     assert moe["would_fail"] == fp8["would_fail"] == []
+
+
+def test_real_sglang_0523_judges_while_model_config_is_importing(
+        tmp_path: Path, pypi_release: Callable[[str, str], Path]) -> None:
+    """sglang 0.5.23 imports sgl_kernel from inside model_config's own body, so the patch
+    applies before ModelConfig exists (the other order from 0.5.1's).  Its dense path runs
+    RoPE as sglang's own JIT kernel and its pin (sglang-kernel 0.4.10) has neither
+    apply_rope_with_cos_sin_cache_inplace nor fp8_blockwise_scaled_mm: not failures."""
+    for module in ("torch", "fastapi"):
+        need(module)
+    from sglang_shims.testing import wheels
+
+    from .patches.test_sgl_kernel_triton_fallback import COMMON, FOR_PY312, RELEASES
+
+    try:
+        sglang = wheels.unpack("sglang", "0.5.23", pip_args=FOR_PY312)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    extra = tuple(pypi_release(d, v) for d, v in (*RELEASES["0.5.23"], *COMMON))
+    root = tmp_path / "models"
+    for name in ("dense", "fp8"):
+        (root / name).mkdir(parents=True)
+        (root / name / "config.json").write_text(json.dumps(CONFIGS[name]))
+    code = PROGRAM.replace("NAMES", repr(["dense", "fp8"])).replace("ROOT", repr(str(root)))
+    result = run_python(code, paths=(*extra, sglang), timeout=600,
+                        env={"SGLANG_SHIMS_REPORT_DIR": str(tmp_path / "reports")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    assert data["errors"] == {} and data["state"] == "applied"
+    assert data["on_disk"] == data["models"]
+    dense, fp8 = (data["models"][str(root / n)] for n in ("dense", "fp8"))
+    assert dense["ops"]["rmsnorm"] == dense["ops"]["silu_and_mul"] == "ours"
+    assert dense["ops"]["apply_rope_with_cos_sin_cache_inplace"].startswith(
+        "not called: sglang-kernel==0.4.10")
+    assert fp8["ops"]["sgl_per_token_group_quant_fp8"] == "ours"
+    assert fp8["ops"]["fp8_blockwise_scaled_mm"].startswith("not called: sglang-kernel==0.4.10")
+    assert dense["would_fail"] == fp8["would_fail"] == []
+    assert "sgl-kernel-triton-fallback: model" not in result.stderr  # nothing to warn about

@@ -25,7 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ModelOps", "config_of", "not_called", "ops_for_config", "provider_of", "served_by"]
+__all__ = ["ModelOps", "config_of", "not_called", "ops_for_config", "pinned_surface",
+           "provider_of", "served_by"]
 
 _DENSE = ("rmsnorm", "fused_add_rmsnorm", "apply_rope_with_cos_sin_cache_inplace")
 _ACTIVATION = {"silu": "silu_and_mul", "swiglu": "silu_and_mul", "gelu": "gelu_and_mul",
@@ -33,6 +34,8 @@ _ACTIVATION = {"silu": "silu_and_mul", "swiglu": "silu_and_mul", "gelu": "gelu_a
 _MOE_SOFTMAX = ("topk_softmax", "moe_align_block_size", "moe_sum_reduce")
 _FP8_BLOCK = ("sgl_per_token_group_quant_fp8", "fp8_blockwise_scaled_mm")
 _FP8_CHANNEL = ("sgl_per_token_quant_fp8", "sgl_per_tensor_quant_fp8", "fp8_scaled_mm")
+UNBOUND = "none: not bound"
+""":func:`served_by`'s label for a name the live module does not bind."""
 _EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 
 
@@ -143,7 +146,7 @@ def served_by(ops: Iterable[str], module: Any,
         if value is None or isinstance(value, OptionalSymbol):
             said = listed.get(op, "")
             out[op] = said if provider_of(said) == NONE else \
-                f"{NONE}: {'raises when called' if value is not None else 'not bound'}"
+                UNBOUND if value is None else f"{NONE}: raises when called"
         elif op in listed:
             out[op] = listed[op]
         elif str(getattr(value, "__module__", "")).startswith("sglang_shims."):
@@ -173,3 +176,26 @@ def not_called(ops: Iterable[str], sglang: str | None) -> list[str]:
                    for s in spans)
 
     return [op for op in ops if op in data["ops"] and not called(data["ops"][op])]
+
+
+def pinned_surface(sglang: str | None) -> tuple[str, set[str]] | None:
+    """(the kernel release ``sglang`` pins, the names it exports), or None where the data
+    knows either not exactly.
+
+    Why: an op the pinned kernel does not export is never called from ``sgl_kernel`` by
+    that release on its working path (0.5.18+ run RoPE as their own JIT kernel; their
+    pin, sglang-kernel 0.4.10, has no ``apply_rope_with_cos_sin_cache_inplace``), so its
+    absence here cannot fail the model either.
+    """
+    from . import symbols
+    from ._provider import _names, _surfaces
+
+    pin = symbols.pinned(sglang) if sglang else None
+    version = pin.partition("==")[2] if pin else ""
+    entry = _surfaces().get(version)
+    if entry is None:
+        return None
+    exports = set(_names([e for e in entry["exports"] if not e.startswith("*")]))
+    for star in (e for e in entry["exports"] if e.startswith("*sgl_kernel.")):
+        exports |= set(_names(entry["submodules"].get(star.split(".", 1)[1], [])))
+    return pin or version, exports

@@ -181,6 +181,10 @@ def record_model(ctx: PatchContext, model_config: Any) -> dict[str, Any]:
     sglang = _sglang_version(ctx)
     for op in model_ops.not_called(served, sglang):
         served[op] = f"{NOT_CALLED}: sglang {sglang} does not call it from sgl_kernel"
+    pinned = model_ops.pinned_surface(sglang)
+    for op, label in served.items():
+        if pinned is not None and label == model_ops.UNBOUND and op not in pinned[1]:
+            served[op] = f"{NOT_CALLED}: {pinned[0]}, which sglang {sglang} pins, has no {op}"
     failing = [op for op, label in served.items() if model_ops.provider_of(label) == NONE]
     architectures = list(getattr(hf_config, "architectures", None) or [])
     path = str(getattr(model_config, "model_path", "") or config.get("_name_or_path", "?"))
