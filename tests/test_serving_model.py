@@ -24,10 +24,11 @@ from sglang_shims.engine.journal import PatchContext
 from sglang_shims.engine.proxy import OptionalSymbol
 from sglang_shims.kernels import model_ops, serving_model
 
-from .conftest import manifest_text
+from .conftest import manifest_text, run_python
 
-MANIFEST = load_text(manifest_text("model-demo", "demo_kernel", extra=(
-    '[[provide]]\nname = "f"\nexported_by = "x"\nremedy = "y"\n')), "t")
+TEXT = manifest_text("model-demo", "demo_kernel", extra=(
+    '[[provide]]\nname = "f"\nexported_by = "x"\nremedy = "y"\n'))
+MANIFEST = load_text(TEXT, "t")
 
 DENSE = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_act": "silu"}
 MOE = {**DENSE, "architectures": ["Qwen3MoeForCausalLM"], "num_experts": 8}
@@ -364,3 +365,28 @@ def test_status_prints_one_line_per_model_and_json_has_it(tmp_path: Path) -> Non
     assert summary.as_dict()["models"] == [{"patch": "sgl-kernel-triton-fallback",
                                             "model": "/m/moe", "verdict": verdict,
                                             "pids": [10, 11]}]
+
+
+def test_waiting_for_model_config_imports_nothing() -> None:
+    """Cheap at start-up: until sglang builds a config, the hook has loaded neither the
+    op tables nor wrapt, and only one finder waits on sys.meta_path."""
+    code = textwrap.dedent("""
+        import json, sys, types
+        from sglang_shims.catalog.manifest import load_text
+        from sglang_shims.engine.journal import PatchContext
+        manifest = load_text(TEXT, "t")
+        before = set(sys.modules)
+        from sglang_shims.kernels import serving_model
+        ctx = PatchContext(manifest, types.ModuleType("demo_kernel"), {})
+        finders = len(sys.meta_path)
+        serving_model.observe_models(ctx)
+        print(json.dumps({"new": sorted(set(sys.modules) - before),
+                          "finders": len(sys.meta_path) - finders}))
+    """).replace("TEXT", repr(TEXT))
+    result = run_python(code, activate=False)
+    assert result.returncode == 0, result.stderr
+    data = result.json()
+    assert isinstance(data, dict)
+    assert data["new"] == ["importlib.machinery", "sglang_shims.kernels",
+                           "sglang_shims.kernels.serving_model"]  # no op tables, no wrapt
+    assert data["finders"] == 1

@@ -159,6 +159,9 @@ def observe_models(ctx: PatchContext) -> None:
                             type(exc).__name__, exc)
         return result
 
+    # made now, inside apply: later verdicts replace the value, never grow ``details``
+    # while another thread's status() may be copying it
+    ctx.details.setdefault("models", {})
     try:
         when_loaded(ctx, MODULE, wrap)
     except Exception as exc:
@@ -196,9 +199,9 @@ def record_model(ctx: PatchContext, model_config: Any) -> dict[str, Any]:
         "would_fail": failing,
         "unsupported": found.unsupported,
     }
-    models: dict[str, Any] = ctx.details.setdefault("models", {})
+    models: dict[str, Any] = ctx.details.get("models") or {}
     said = models.get(path)
-    models[path] = entry
+    ctx.details["models"] = {**models, path: entry}
     fallback = module is not None and hasattr(module, "__sglang_shims_fallback__")
     troubles = failing + (found.unsupported if fallback else [])
     if troubles and (said is None or said["ops"] != served):
