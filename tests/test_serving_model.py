@@ -203,6 +203,8 @@ def test_block_fp8_checkpoint_and_unsupported_quantisation(
     entry = serving_model.record_model(ctx, FakeModelConfig("/m/awq", awq, "awq"))
     assert entry["would_fail"] == [] and entry["unsupported"]
     assert "quantization 'awq'" in caplog.records[-1].getMessage()
+    assert "--fp8-gemm-backend triton" in caplog.records[0].getMessage()  # block FP8 only
+    assert "--fp8-gemm-backend" not in caplog.records[-1].getMessage()
 
 
 def test_config_of_prefers_sglangs_quantisation() -> None:

@@ -30,8 +30,9 @@ __all__ = ["MODULE", "observe_models", "record_model"]
 MODULE = "sglang.srt.configs.model_config"
 CLASS = "ModelConfig"
 REMEDY = ("install an sgl-kernel built for this GPU and torch (`sglang-shims doctor` names"
-          " it); for FP8 block scales sglang 0.5.7+ can avoid fp8_blockwise_scaled_mm with"
-          " --fp8-gemm-backend triton")
+          " it)")
+BLOCK_FP8_REMEDY = ("; for FP8 block scales sglang 0.5.7+ can avoid fp8_blockwise_scaled_mm"
+                    " with --fp8-gemm-backend triton")
 
 NOT_CALLED = "not called"
 _CALLBACK = "_sglang_shims_when_loaded"
@@ -193,7 +194,7 @@ def record_model(ctx: PatchContext, model_config: Any) -> dict[str, Any]:
     path = str(getattr(model_config, "model_path", "") or config.get("_name_or_path", "?"))
     entry: dict[str, Any] = {
         "architecture": architectures[0] if architectures else config.get("model_type"),
-        "quantization": quantization or None,
+        "quantization": str(quantization) if quantization else None,
         "families": found.families,
         "ops": served,
         "would_fail": failing,
@@ -210,7 +211,9 @@ def record_model(ctx: PatchContext, model_config: Any) -> dict[str, Any]:
         beyond = "; ".join(found.unsupported) if fallback else ""
         ctx.log.warning("%s: model %s (%s) %s%s; its first forward fails there. Remedy: %s",
                         ctx.manifest.id, path, entry["architecture"], what,
-                        ("; " if what and beyond else "") + beyond, REMEDY)
+                        ("; " if what and beyond else "") + beyond,
+                        REMEDY + (BLOCK_FP8_REMEDY if "fp8_blockwise_scaled_mm" in failing
+                                  else ""))
     _write_report()
     return entry
 
