@@ -126,7 +126,8 @@ class Provider:
         def text() -> str:
             return (f"{qualname} is not available: sgl_kernel is served by sglang-shims'"
                     f" fallback kernels ({self.cause}), which implement only the ops a"
-                    f" dense bf16/fp16 model, MoE routing and FP8 activation quantisation"
+                    f" dense bf16/fp16 model, MoE routing and FP8 (activation"
+                    f" quantisation, per-tensor/channel and 128x128-block scaled matmuls)"
                     f" need. {self.remedy}"
                     f" [patch {self.patch_id!r}; `sglang-shims explain {self.patch_id}`]")
 
