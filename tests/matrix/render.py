@@ -197,9 +197,9 @@ CAUSES = [
      " from the fallback where that stands in for sgl_kernel; a cell that still shows this"
      " was run on a commit before them (the commit is listed)."),
     (r"Ninja build failed", SHIM_GAP,
-     "sglang 0.5.2-0.5.4.post2 take flashinfer's `fused_add_rmsnorm` whenever flashinfer is"
-     " installed (`layernorm.py`: `if _is_flashinfer_available: from flashinfer.norm import"
-     " fused_add_rmsnorm`), and flashinfer JIT-compiles it with nvcc at its first call: this"
+     "These releases take flashinfer's `fused_add_rmsnorm` whenever flashinfer is installed"
+     " (`layernorm.py`: `if _is_flashinfer_available: from flashinfer.norm import"
+     " fused_add_rmsnorm`), and their flashinfer JIT-compiles it with nvcc at its first call: this"
      " CPU machine has no CUDA toolkit (a GPU machine without one fails the same way). Not"
      " shimmed yet: a patch could send those calls to the fallback's RMSNorm where the"
      " fallback stands in for sgl_kernel."),
