@@ -171,10 +171,15 @@ def setup():
         raise HarnessError("no sglang.srt.layers.dp_attention.initialize_dp_attention")
     model_config = types.SimpleNamespace(hidden_size=256, dtype=torch.bfloat16,
                                          hf_config=types.SimpleNamespace())
+    if saved is not None:  # 0.5.8.post1 builds its attention-TP group here: on the CPU too
+        ps.is_cuda_alike = lambda: False
     try:
         call(init, server_args=SERVER_ARGS[0], model_config=model_config)  # 0.5.22: no model_config
     except (AttributeError, TypeError) as exc:
         raise HarnessError(f"initialize_dp_attention: {_first_line(exc)}") from exc
+    finally:
+        if saved is not None:
+            ps.is_cuda_alike = saved
 
 
 def runner():
