@@ -40,6 +40,7 @@ TARGETS = {
     "alloc-conf-env-mirror": "sglang",
     "deepgemm-compile-mode-missing": "sglang.srt.layers.deep_gemm_wrapper.compile_utils",
     "file-uri-media": "sglang.srt.utils",
+    "flashinfer-jit-norm-fallback": "sglang.srt.layers.layernorm",
     "gemma-norm-fp32-plus-one": "sglang.srt.models.gemma",
     "gemma3-rope-factor-missing": "sglang.srt.models.gemma3_causal",
     "kernels-revision-required": "kernels",
