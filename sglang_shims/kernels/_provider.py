@@ -188,9 +188,18 @@ class Provider:
         return finder
 
 
+#: Ops sglang registers fake kernels for with a plain ``register_fake`` (which raises when
+#: the op does not exist) although no kernel release exports a Python name for them:
+#: sglang 0.5.5.post2's ``layers/quantization/gptq.py`` does it for
+#: ``sgl_kernel::moe_wna16_marlin_gemm`` on CUDA at import (0.5.5.post3 switched to
+#: ``register_fake_if_exists``; found by the compatibility matrix).
+FAKE_ONLY_OPS = frozenset({"moe_wna16_marlin_gemm"})
+
+
 def define_torch_ops(names: set[str]) -> list[str]:
-    """Real ops for what we implement; a catch-all schema for the rest of the surface,
-    so that sglang can register its fake kernels.  Returns the names defined."""
+    """Real ops for what we implement; a catch-all schema for the rest of the surface
+    (and :data:`FAKE_ONLY_OPS`), so that sglang can register its fake kernels.  Returns
+    the names defined."""
     import torch
 
     from ._torch_ops import register_torch_ops
@@ -198,7 +207,7 @@ def define_torch_ops(names: set[str]) -> list[str]:
     defined = list(register_torch_ops("sgl_kernel"))
     library = torch.library.Library(  # type: ignore[no-untyped-call, unused-ignore]
         "sgl_kernel", "FRAGMENT")
-    for name in sorted(names):
+    for name in sorted(names | FAKE_ONLY_OPS):
         if name[0].isupper() or hasattr(torch.ops.sgl_kernel, name):
             continue
         try:
