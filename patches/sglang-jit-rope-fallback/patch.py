@@ -17,10 +17,5 @@ from sglang_shims.patching import PatchContext
 def apply(ctx: PatchContext) -> None:
     from sglang_shims.kernels import _sglang_jit
 
-    reason = _sglang_jit.not_served()
-    if reason is not None:
-        ctx.retire(reason)
     # 0.5.9 has no rotary_embedding (its other head sizes went to vLLM's or sgl_kernel's)
-    ours = _sglang_jit.replacements(ctx.module, _sglang_jit.ROPE, optional=("rotary_embedding",))
-    for name, func in ours.items():
-        ctx.setattr(ctx.module, name, func)
+    _sglang_jit.stand_in(ctx, _sglang_jit.ROPE, optional=("rotary_embedding",))

@@ -16,10 +16,5 @@ from sglang_shims.patching import PatchContext
 def apply(ctx: PatchContext) -> None:
     from sglang_shims.kernels import _sglang_jit
 
-    reason = _sglang_jit.not_served()
-    if reason is not None:
-        ctx.retire(reason)
-    ours = _sglang_jit.replacements(ctx.module, _sglang_jit.ACTIVATION,
-                                    optional=("_run_activation_sorted_filtered_inplace",))
-    for name, func in ours.items():
-        ctx.setattr(ctx.module, name, func)
+    _sglang_jit.stand_in(ctx, _sglang_jit.ACTIVATION,
+                         optional=("_run_activation_sorted_filtered_inplace",))

@@ -16,8 +16,4 @@ from sglang_shims.patching import PatchContext
 def apply(ctx: PatchContext) -> None:
     from sglang_shims.kernels import _sglang_jit
 
-    reason = _sglang_jit.not_served()
-    if reason is not None:
-        ctx.retire(reason)
-    for name, ours in _sglang_jit.replacements(ctx.module, _sglang_jit.ROPE).items():
-        ctx.setattr(ctx.module, name, ours)
+    _sglang_jit.stand_in(ctx, _sglang_jit.ROPE)

@@ -23,6 +23,8 @@ from . import _activation, _rope
 if TYPE_CHECKING:
     import torch
 
+    from ..patching import PatchContext
+
 __all__ = ["ACTIVATION", "ROPE", "apply_rope", "not_served", "replacements", "rotary_embedding",
            "run_activation", "run_activation_filtered",
            "run_activation_sorted_filtered"]
@@ -189,6 +191,18 @@ def replacements(module: Any, table: Mapping[str, Sequence[Callable[..., Any]]],
                             "parameters no stand-in takes; nothing safe to do")
         out[name] = match[0]
     return out
+
+
+def stand_in(ctx: PatchContext, table: Mapping[str, Sequence[Callable[..., Any]]],
+             optional: Sequence[str] = ()) -> None:
+    """The body the sglang-JIT patches share: retire where the fallback does not serve
+    sgl_kernel (:func:`not_served`), else bind ours for each name of ``table`` the target
+    module defines (:func:`replacements`: same parameters, or TypeError)."""
+    reason = not_served()
+    if reason is not None:
+        ctx.retire(reason)
+    for name, func in replacements(ctx.module, table, optional=optional).items():
+        ctx.setattr(ctx.module, name, func)
 
 
 ROPE: dict[str, Sequence[Callable[..., Any]]] = {
