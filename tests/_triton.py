@@ -6,6 +6,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def load_triton(modules: Sequence[str], has_cuda: bool) -> str:
@@ -43,3 +44,15 @@ def load_triton(modules: Sequence[str], has_cuda: bool) -> str:
         else:
             os.environ["TRITON_INTERPRET"] = old
     return ""
+
+
+def select_backend(backend: str, monkeypatch: Any, has_cuda: bool) -> str:
+    """Put this test on ``backend`` ("torch": the eager path; "triton": our kernels, through
+    the interpreter without a GPU) and return the device its tensors go to."""
+    if backend == "torch":
+        monkeypatch.setenv("SGLANG_SHIMS_KERNEL_BACKEND", "torch")
+    else:
+        monkeypatch.delenv("SGLANG_SHIMS_KERNEL_BACKEND", raising=False)
+        if not has_cuda:
+            monkeypatch.setenv("TRITON_INTERPRET", "1")
+    return "cuda" if has_cuda else "cpu"

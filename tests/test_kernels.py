@@ -54,7 +54,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the kernel 
 from sglang_shims import kernels as K  # noqa: E402
 from sglang_shims.kernels import _norm  # noqa: E402
 
-from ._triton import load_triton  # noqa: E402
+from ._triton import load_triton, select_backend  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
 REPO = Path(__file__).resolve().parent.parent
@@ -86,14 +86,7 @@ BACKENDS = [
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Selects the path and yields the device the tensors go to."""
-    if request.param == "torch":
-        monkeypatch.setenv("SGLANG_SHIMS_KERNEL_BACKEND", "torch")
-        yield "cuda" if HAS_CUDA else "cpu"
-    else:
-        monkeypatch.delenv("SGLANG_SHIMS_KERNEL_BACKEND", raising=False)
-        if not HAS_CUDA:
-            monkeypatch.setenv("TRITON_INTERPRET", "1")
-        yield "cuda" if HAS_CUDA else "cpu"
+    yield select_backend(request.param, monkeypatch, HAS_CUDA)
 
 
 @pytest.fixture

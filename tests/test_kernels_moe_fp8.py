@@ -37,7 +37,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the kernel 
 
 from sglang_shims import kernels as K  # noqa: E402
 
-from ._triton import load_triton  # noqa: E402
+from ._triton import load_triton, select_backend  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
 FP8 = torch.float8_e4m3fn
@@ -55,13 +55,7 @@ DTYPE_IDS = ["bf16", "fp16", "fp32"]
 @pytest.fixture(params=BACKENDS)
 def dev(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Selects the path; yields the device the tensors go to."""
-    if request.param == "torch":
-        monkeypatch.setenv("SGLANG_SHIMS_KERNEL_BACKEND", "torch")
-    else:
-        monkeypatch.delenv("SGLANG_SHIMS_KERNEL_BACKEND", raising=False)
-        if not HAS_CUDA:
-            monkeypatch.setenv("TRITON_INTERPRET", "1")
-    yield "cuda" if HAS_CUDA else "cpu"
+    yield select_backend(request.param, monkeypatch, HAS_CUDA)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 
 from sglang_shims.kernels import _sglang_jit  # noqa: E402
 
-from .._triton import load_triton  # noqa: E402
+from .._triton import load_triton, select_backend  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
 NO_TRITON = load_triton(("_rope_kernels", "_activation_kernels"), HAS_CUDA)
@@ -35,13 +35,7 @@ BACKENDS = ["torch", pytest.param("triton", marks=pytest.mark.skipif(bool(NO_TRI
 
 @pytest.fixture(params=BACKENDS)
 def device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == "torch":
-        monkeypatch.setenv("SGLANG_SHIMS_KERNEL_BACKEND", "torch")
-    else:
-        monkeypatch.delenv("SGLANG_SHIMS_KERNEL_BACKEND", raising=False)
-        if not HAS_CUDA:
-            monkeypatch.setenv("TRITON_INTERPRET", "1")
-    yield "cuda" if HAS_CUDA else "cpu"
+    yield select_backend(request.param, monkeypatch, HAS_CUDA)
 
 
 def cos_sin(max_pos: int, rot: int, base: float = 10000.0) -> torch.Tensor:
