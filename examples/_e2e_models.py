@@ -221,9 +221,9 @@ DENSE: list[Entry] = [
      "fused_add_rmsnorm(x, residual, self.weight.data, self.variance_epsilon)"),
     ("attention", "decode/extend attention", "sglang Triton",
      "srt/layers/attention/triton_backend.py", "class TritonAttnBackend"),
-        ("rope (the fallback's where patch sglang-kernels-rope-fallback applies)",
+    ("rope (the fallback's where patch sglang-kernels-rope-fallback applies)",
      "apply_rope_with_cos_sin_cache_inplace", "sglang JIT",
-         "kernels/ops/attention/rope.py", "def apply_rope_with_cos_sin_cache_inplace"),
+     "kernels/ops/attention/rope.py", "def apply_rope_with_cos_sin_cache_inplace"),
 ]
 OPS_0_5_17: dict[str, list[Entry]] = {
     "qwen3moe": [
