@@ -107,31 +107,48 @@ def moe_align_torch(topk_ids: torch.Tensor, n_buckets: int, bs: int,
                     sorted_token_ids: torch.Tensor, experts_ids: torch.Tensor,
                     num_tokens_post_pad: torch.Tensor, cumsum_buffer: torch.Tensor,
                     pad: bool, ignore_invalid: bool) -> None:
-    """Plain-PyTorch path, exact integer arithmetic."""
+    """Plain-PyTorch path, exact integer arithmetic.
+
+    Every shape here follows from the arguments, never from the ids' values: no boolean
+    indexing, ``bincount`` or ``repeat_interleave`` by counts, which read the device and
+    cannot run inside a CUDA graph capture (sglang captures its decode step, MoE included;
+    the eager tier's first version failed there on the H200, 2026-12-01).  Ids that are
+    left out go to a last, "dropped" bucket that sorts after every real one and is never
+    written.
+    """
     import torch
 
     dev = topk_ids.device
     numel = topk_ids.numel()
     bucket = topk_ids.reshape(-1).long() + 1
     ok = (bucket >= (1 if ignore_invalid else 0)) & (bucket < n_buckets)
-    tokens = torch.arange(numel, device=dev)[ok]
-    bucket = bucket[ok]
-    counts = torch.bincount(bucket, minlength=n_buckets)
-    padded = (counts + bs - 1) // bs * bs
-    starts = padded.cumsum(0) - padded
-    total = padded.sum()
+    bucket = torch.where(ok, bucket, torch.full_like(bucket, n_buckets))
+    counts = torch.zeros(n_buckets + 1, dtype=torch.long, device=dev)
+    counts.scatter_add_(0, bucket, torch.ones_like(bucket))
+    padded = (counts[:n_buckets] + bs - 1) // bs * bs
+    ends = padded.cumsum(0)
+    starts = ends - padded
+    total = ends[-1:]
     if pad:
         sorted_token_ids.fill_(numel)
     order = torch.sort(bucket, stable=True).indices
-    bucket, tokens = bucket[order], tokens[order]
+    sorted_bucket = bucket[order]
     first = counts.cumsum(0) - counts  # where each bucket begins among the sorted tokens
-    rank = torch.arange(bucket.numel(), device=dev) - first[bucket]
-    sorted_token_ids[starts[bucket] + rank] = tokens.to(torch.int32)
-    blocks = torch.repeat_interleave(torch.arange(n_buckets, device=dev) - 1, padded // bs)
-    experts_ids[:blocks.numel()] = blocks.to(torch.int32)
-    num_tokens_post_pad.view(-1)[0] = total.to(torch.int32)
-    cumsum_buffer[:n_buckets] = starts.to(torch.int32)
-    cumsum_buffer[n_buckets] = total.to(torch.int32)
+    rank = torch.arange(numel, device=dev) - first[sorted_bucket]
+    # slot numel of a one-longer copy takes the dropped ids; the rest is copied back as is
+    dest = torch.cat([starts, starts.new_zeros(1)])[sorted_bucket] + rank
+    dest = torch.where(sorted_bucket < n_buckets, dest, torch.full_like(dest, -1))
+    staged = torch.cat([sorted_token_ids, sorted_token_ids.new_zeros(1)])
+    staged[dest] = order.to(torch.int32)  # -1: the extra last slot
+    sorted_token_ids.copy_(staged[:-1])
+    # block j belongs to the first bucket whose padded end lies beyond j * bs
+    block = torch.arange(experts_ids.numel(), device=dev) * bs
+    owner = torch.searchsorted(ends, block, right=True)
+    written = block < total
+    experts_ids.copy_(torch.where(written, (owner - 1).to(torch.int32), experts_ids))
+    num_tokens_post_pad.view(-1)[:1].copy_(total)
+    cumsum_buffer[:n_buckets].copy_(starts)
+    cumsum_buffer[n_buckets:n_buckets + 1].copy_(total)
 
 
 def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
