@@ -20,16 +20,19 @@ set -uo pipefail
 carry=${1:?usage: gpu_e2e.sh CARRY OUT [e2e args]}; out=${2:?usage: gpu_e2e.sh CARRY OUT}
 shift 2
 py=${PYTHON:-python3}
-mkdir -p /tmp/e2e-site /tmp/e2e-kern "$out"
-tar -xJf "$carry/site.tar.xz" -C /tmp/e2e-site || exit 1
+# fresh private folders each call: unpacking over an earlier carry (another sglang's
+# site folder on a machine kept warm between calls) mixes two releases' files
+site=$(mktemp -d) kern=$(mktemp -d) || exit 1
+mkdir -p "$out"
+tar -xJf "$carry/site.tar.xz" -C "$site" || exit 1
 kernel_args=()
-[ -f "$carry/fidata.tar.xz" ] && { tar -xJf "$carry/fidata.tar.xz" -C /tmp/e2e-site || exit 1; }
+[ -f "$carry/fidata.tar.xz" ] && { tar -xJf "$carry/fidata.tar.xz" -C "$site" || exit 1; }
 if [ -f "$carry/kern.tar.xz" ]; then
-  tar -xJf "$carry/kern.tar.xz" -C /tmp/e2e-kern || exit 1
-  kernel_args=(--kernel-dir /tmp/e2e-kern --patchelf "$carry/bin/patchelf")
+  tar -xJf "$carry/kern.tar.xz" -C "$kern" || exit 1
+  kernel_args=(--kernel-dir "$kern" --patchelf "$carry/bin/patchelf")
 fi
 "$py" -m pip install -q --no-index --no-deps --force-reinstall "$carry"/shims/*.whl || exit 1
-export PYTHONPATH=/tmp/e2e-site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 if [ $# -eq 0 ]; then
   set -- --modes none,real,broken --speed none:triton,none:torch,real:aot --cuda-graphs
 fi
@@ -38,7 +41,7 @@ timeout "${E2E_TIMEOUT:-540}" "$py" examples/e2e_serve.py --out "$work/e2e" "${k
 rc=$?
 cp "$work/e2e/e2e.md" "$work/e2e/e2e.json" "$out/" 2>/dev/null
 if [ -n "${KERNELS:-}" ]; then  # the kernel table, AOT column when the real kernel imports
-  PYTHONPATH=/tmp/e2e-kern:$PYTHONPATH timeout "${KERNELS_TIMEOUT:-240}" \
+  PYTHONPATH=$kern:$PYTHONPATH timeout "${KERNELS_TIMEOUT:-240}" \
     "$py" benchmarks/kernels.py $KERNELS > "$out/kernels.md" 2>&1
 fi
 tar -czf "$out/logs.tar.gz" -C "$work/e2e" --exclude='triton-cache-*' --exclude='reports-*' . \
