@@ -844,6 +844,9 @@ def main(argv: list[str] | None = None) -> int:
     if jobs:
         results["correctness_runs"] = [job["key"] for job in jobs]
         results.update(correctness(jobs, args.out, args.eos))
+        for job in jobs:
+            run = results.get(job["key"], {})
+            run["mode_problem"] = mode_problem(job["mode"], run.get("report"))
         for name in ("qwen3", "llama"):  # the fallback against stock, token for token (bf16)
             real = results.get(f"real-{name}-bf16", {}).get("tokens")
             for mode in ("none", "broken"):
@@ -868,6 +871,8 @@ def main(argv: list[str] | None = None) -> int:
                     assets["vocab"])
         run["cuda_graphs"] = args.cuda_graphs
         run["model"] = name
+        run["mode"] = mode
+        run["mode_problem"] = mode_problem(mode, run.get("report"))
         run["model_shape"] = (args.speed_model or "correctness model") if name == "qwen3" \
             else "correctness model"
         results[key] = run
@@ -877,13 +882,39 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if passed(results) else 1
 
 
+def mode_problem(mode: str, report: dict[str, Any] | None) -> str | None:
+    """What in a server's per-process reports contradicts the kernel mode the run is
+    named for, or None.
+
+    Mode ``none``/``broken`` means the fallback stood in for sgl_kernel in every process;
+    mode ``real`` means it stood back.  The environment decides, not the name: on
+    2026-12-01 the hybrid script's own ``PYTHONPATH`` (the real kernel first) leaked
+    into its "none" runs, which then measured the real kernel under the fallback's
+    label.  A run without reports (its server died) is judged by its error instead."""
+    if not report or not report.get("processes"):
+        return None
+    verdict = report.get("verdicts", {}).get("sgl-kernel-triton-fallback", "")
+    count = len(report["processes"])
+    if mode in ("none", "broken") and verdict != f"applied in {count}/{count} processes":
+        reasons = "; ".join(str(r) for r in report.get("fallback_reasons", []))
+        return (f"mode {mode} wants the fallback applied in every process; it was "
+                f"{verdict or 'not reported'} ({reasons or 'no reason given'})")
+    if mode == "real" and "applied in" in verdict:
+        return f"mode real wants the real kernel; the fallback was {verdict}"
+    return None
+
+
 def passed(results: dict[str, Any]) -> bool:
     """Every run held to a token criterion met it: the float32 runs (identity up to
-    near-ties) and every MoE/FP8 run (identity up to its stated tolerance)."""
+    near-ties) and every MoE/FP8 run (identity up to its stated tolerance); and every
+    run ran in the kernel mode it is named for."""
     held = [k for k in results.get("correctness_runs", [])
             if "-fp32" in k or any(f"-{n}-" in k for n in e2e_models.SPECS)]
-    return all(results[k].get("compare", {}).get("pass")
-               and results[k].get("forced", {}).get("pass", True) for k in held)
+    modes_hold = not any(isinstance(run, dict) and run.get("mode_problem")
+                         for run in results.values())
+    return modes_hold and all(results[k].get("compare", {}).get("pass")
+                              and results[k].get("forced", {}).get("pass", True)
+                              for k in held)
 
 
 def save(out: Path, results: dict[str, Any]) -> str:
@@ -969,6 +1000,10 @@ def markdown(results: dict[str, Any]) -> str:
                          f" | {run.get('ttft_median_s', '-')} |"
                          f" {run.get('compiled_during_timing', '-')} | {graphless} |")
         lines += ratios(results, batches)
+    wrong = [f"- {key}: {run['mode_problem']}" for key, run in results.items()
+             if isinstance(run, dict) and run.get("mode_problem")]
+    lines += ["", "RUNS NOT IN THEIR KERNEL MODE (their numbers measure something else):",
+              *wrong] if wrong else ["", "kernel mode: every run's reports match its mode"]
     return "\n".join(lines)
 
 

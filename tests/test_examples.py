@@ -493,3 +493,37 @@ def test_reference_rounds_fp8_activations_and_measures_its_own_noise(
     assert 0.0 <= tol["agreement"] <= 1.0 and tol["noise"] >= 0.0
     assert tol["floor"] == pytest.approx(tol["agreement"] - 0.10, abs=1e-4)
     assert tol["tie"] == pytest.approx(max(1e-3, 2 * tol["noise"]), abs=1e-5)
+
+
+def _report(verdict: str, reason: str) -> dict[str, Any]:
+    return {"processes": [["main", "pth", 8], ["detokenizer", "pth", 8],
+                          ["scheduler", "pth", 15]],
+            "verdicts": {"sgl-kernel-triton-fallback": verdict}, "fallback_reasons": [reason]}
+
+
+def test_a_run_is_judged_by_the_kernel_mode_its_reports_show(e2e: ModuleType) -> None:
+    """2026-12-01: the hybrid script's PYTHONPATH leaked into its "none" runs, which served
+    on the real kernel; the report said so, and the harness now does too."""
+    leaked = _report("not-applicable in 3/3 processes",
+                     "the installed sgl_kernel imported and can serve here")
+    fallback = _report("applied in 3/3 processes",
+                       "standing in for sgl_kernel: sgl_kernel is not installed")
+    partly = _report("applied in 1/3; pending in 2/3", "")
+    assert e2e.mode_problem("none", fallback) is None
+    assert e2e.mode_problem("broken", fallback) is None
+    assert e2e.mode_problem("real", leaked) is None
+    assert "can serve here" in e2e.mode_problem("none", leaked)
+    assert "applied in 1/3" in e2e.mode_problem("none", partly)
+    assert "fallback was applied in 3/3" in e2e.mode_problem("real", fallback)
+    assert e2e.mode_problem("none", None) is None  # no reports: the run's error says why
+
+    run = {"command": "launch", "compare": e2e.compare([r["tokens"] for r in REF], REF),
+           "mode_problem": e2e.mode_problem("none", leaked)}
+    results = {"date": "2026-12-01", "gpu": "GPU", "torch": "2.11", "sglang": "0.5.1",
+               "transformers": "5.17.0", "triton": "3.6.0", "sgl-kernel": None,
+               "correctness_runs": ["none-qwen3-fp32"], "none-qwen3-fp32": run}
+    assert e2e.passed(results) is False
+    assert "RUNS NOT IN THEIR KERNEL MODE" in e2e.markdown(results)
+    run["mode_problem"] = None
+    assert e2e.passed(results) is True
+    assert "every run's reports match its mode" in e2e.markdown(results)
