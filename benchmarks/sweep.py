@@ -43,8 +43,11 @@ divided by the ops left, each shape of it likewise, and a shape stops taking can
 share (the row then says how many of its candidates were timed).  Today's configuration and
 the AOT op are timed for every shape that starts; once the budget is spent no further shape
 starts, and what finished is printed (rows as they finish, the JSON rewritten after each row,
-also on SIGTERM).  Compiling each candidate dominates on a fresh machine (no Triton cache);
-how long a full sweep takes is not measured yet.
+also on SIGTERM).  Compiling each candidate would dominate on a fresh machine (no Triton
+cache), so ``--jobs`` processes (default 8) compile the candidates ahead of the sweep into
+Triton's on-disk cache, in the order the sweep wants them; nothing waits on them, and a
+config they have not reached is compiled by the sweep itself.  How long a full sweep takes,
+and how much the pool saves, is not measured yet.
 
 Usage (needs a CUDA GPU; the tests in tests/test_sweep.py run the CPU-side parts under
 Triton's interpreter):
@@ -57,6 +60,22 @@ With the real kernel for the AOT column (as benchmarks/gpu_e2e.sh runs benchmark
 ``SGLANG_SHIMS=0`` so nothing of ours is bound onto it; ``KERNEL`` holds ``sgl_kernel/``):
 
     SGLANG_SHIMS=0 PYTHONPATH=KERNEL python benchmarks/sweep.py --budget 200 --json OUT/sweep.json
+
+On the device machine, the decode shapes with the full candidate set, in one call of about
+four minutes, against the same AOT set-up as ``results/kernels-aot-h200-2026-12-01-second-run.md``
+(sglang-kernel 0.4.5 first on the path, sglang 0.5.17's site folder behind it: with flashinfer
+importable, 0.4.5's ``rmsnorm`` family runs flashinfer's norm kernels), carrying
+``.carry/kern.tar.xz``, ``.carry/site.tar.xz`` and ``.carry/fidata.tar.xz`` (benchmarks/README.md
+says how they are built).  ``--budget`` counts from the sweep's start (AOT import and warm-up
+included); the timeout leaves start-up and the footer their time:
+
+    k=$(mktemp -d) s=$(mktemp -d) && tar -xJf .carry/kern.tar.xz -C $k && \
+      tar -xJf .carry/site.tar.xz -C $s && tar -xJf .carry/fidata.tar.xz -C $s && \
+      SGLANG_SHIMS=0 PYTHONPATH=$k:$s timeout 230 python3 benchmarks/sweep.py --shapes decode \
+      --budget 195 --json $OUT/sweep-decode.json > $OUT/sweep-decode.md 2> $OUT/sweep-decode.log
+
+(``--shapes prefill --quick`` is the follow-up that checks a new heuristic costs prefill
+nothing.)
 """
 
 from __future__ import annotations
@@ -866,11 +885,31 @@ class AotColumn:
             return None, "not in this kernel"
         if op != self._op:
             self._cases = {}  # free the previous op's inputs first
-            self._cases = {c.shape: c.ours for c in BENCH.build_cases({op}, self.module)
-                           if c.op == op}
             self._op = op
+            try:
+                self._cases = {c.shape: c.ours for c in BENCH.build_cases({op}, self.module)
+                               if c.op == op}
+            except Exception as exc:
+                return None, f"error building the case: {type(exc).__name__}"
         fn = self._cases.get(label)
         return (fn, "") if fn is not None else (None, f"no case {label!r} in kernels.py")
+
+    def warm(self, ops: Sequence[str], shape: Shape, progress: Callable[[str], None]) -> None:
+        """Call each AOT op once before the sweep: a kernel that JIT-compiles on first use
+        (sgl-kernel 0.4.5 hands the norms to flashinfer when flashinfer imports) does it
+        here, not inside one op's share of the budget."""
+        start = time.monotonic()
+        for op in ops:
+            spec = OPS[op]
+            fn, _ = self(op, spec.label(shape))
+            if fn is None:
+                continue
+            try:
+                fn()
+                torch.cuda.synchronize()
+            except Exception as exc:  # reported again, per shape, in the table
+                progress(f"[sweep] AOT {op}: {type(exc).__name__}: {exc}")
+        progress(f"[sweep] AOT ops warmed in {time.monotonic() - start:.1f} s")
 
 
 def gpu_bench(fn: Callable[[], object]) -> float:
@@ -887,7 +926,7 @@ def device_meta(args: argparse.Namespace, aot_note: str) -> dict[str, Any]:
             "torch": torch.__version__, "triton": triton.__version__,
             "Python": platform.python_version(), "dtype": str(DTYPE).removeprefix("torch."),
             "AOT": aot_note, "budget_s": args.budget, "quick": args.quick,
-            "shapes": args.shapes}
+            "shapes": args.shapes, "jobs": args.jobs}
 
 
 def candidates_for(spec: OpSpec, shape: Shape, quick: bool, device: str) -> list[Config]:
@@ -1004,6 +1043,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("benchmarks/sweep.py needs a CUDA GPU (the tests run its CPU parts)",
               file=sys.stderr)
         return 2
+    started = time.monotonic()  # the budget covers everything from here
     aot = None if args.no_aot else AotColumn()
     meta = device_meta(args, "off" if aot is None else aot.note)
     print("\n".join(header_lines(meta)))
@@ -1019,12 +1059,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     signal.signal(signal.SIGTERM, _on_sigterm)
-    started = time.monotonic()
     specs, op_shapes = [OPS[o] for o in args.op_names], shapes(args.shapes)
-    pool = Precompiler(args.jobs, specs, op_shapes, args.quick) if args.jobs > 0 else None
+    pool = None
+    if args.jobs > 0:
+        try:
+            pool = Precompiler(args.jobs, specs, op_shapes, args.quick)
+        except Exception as exc:  # the sweep compiles everything itself, as with --jobs 0
+            progress(f"[sweep] no compile pool ({type(exc).__name__}: {exc})")
     try:
-        sweep(specs, op_shapes, quick=args.quick, budget_s=args.budget, bench=gpu_bench,
+        if aot is not None:
+            aot.warm([s.name for s in specs], op_shapes[0], progress)
+        left = args.budget - (time.monotonic() - started)  # the set-up counts against it
+        sweep(specs, op_shapes, quick=args.quick, budget_s=left, bench=gpu_bench,
               aot=aot, device="cuda", on_row=on_row, progress=progress, result=result)
+        result.elapsed_s = time.monotonic() - started
     except (_Stopped, KeyboardInterrupt) as exc:
         result.stopped = f"interrupted ({type(exc).__name__} {exc})"
         result.elapsed_s = time.monotonic() - started
