@@ -616,7 +616,16 @@ def main() -> int:
                         help="first check every op against float64 math on the GPU")
     parser.add_argument("--no-bench", action="store_true", help="skip the timing table")
     parser.add_argument("--ops", default="", help="comma-separated op names to time (all)")
+    parser.add_argument("--moe-align-one-launch", action="store_true",
+                        help="time moe_align_block_size's single-program path at decode "
+                             "sizes (shipped off until measured)")
     args = parser.parse_args()
+    if args.moe_align_one_launch:
+        from sglang_shims.kernels import _moe_align
+
+        _moe_align._ONE_LAUNCH_MAX_ENTRIES = _moe_align._ONE_LAUNCH_ON
+        print("moe_align_block_size: single-program path on up to "
+              f"{_moe_align._ONE_LAUNCH_ON} routed tokens")
     if not torch.cuda.is_available():
         print("benchmarks/kernels.py needs a CUDA GPU", file=sys.stderr)
         return 2

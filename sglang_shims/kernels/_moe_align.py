@@ -37,9 +37,12 @@ top-8 of 128 experts took 7.9 us against sgl-kernel's 4.5 us).  One program does
 work serially, so it only pays while the input is small.  The limits: 1024 entries is
 128 decode tokens at top-8; 1024 buckets covers 512-expert models (Qwen3-Next) and
 keeps the one-hot tiles at no fewer than 8 tokens a step; 65536 slots caps the fill that
-one program writes alone at 256 KiB.  **That the one launch is faster is not measured
-yet**: it is an expectation; set ``_ONE_LAUNCH_MAX_ENTRIES = 0`` to send everything to
-the three launches.
+one program writes alone at 256 KiB.  **Off until a GPU has compiled and timed it**
+(written 2026-12-01 on CPU, checked under Triton's interpreter only, which enforces
+neither Triton's compile rules nor shows speed): ``_ONE_LAUNCH_ON`` holds the limit it
+will get, ``_ONE_LAUNCH_MAX_ENTRIES`` is 0, so every input takes the three launches that
+served on the H200.  The tests set the limit to ``_ONE_LAUNCH_ON``; so does
+``benchmarks/kernels.py --moe-align-one-launch`` to time it.
 """
 
 from __future__ import annotations
@@ -57,7 +60,8 @@ __all__ = ["moe_align_block_size", "moe_sum", "moe_sum_reduce"]
 _MAX_TRITON_BUCKETS = 4096
 _TILE = 8192  # one-hot tile elements a program holds at once
 # The single-program path (see the module docstring; its speed is unmeasured).
-_ONE_LAUNCH_MAX_ENTRIES = 1024  # routed tokens (topk_ids.numel()); 0 turns the path off
+_ONE_LAUNCH_ON = 1024  # routed tokens (topk_ids.numel()) once the GPU says it pays
+_ONE_LAUNCH_MAX_ENTRIES = 0  # 0: the path is off (unmeasured on a GPU, see above)
 _ONE_LAUNCH_MAX_BUCKETS = 1024
 _ONE_LAUNCH_MAX_FILL = 65536  # sorted_token_ids slots, when pad_sorted_token_ids asks
 _ONE_LAUNCH_WARPS = 8  # one program: more threads per program is its only parallelism
