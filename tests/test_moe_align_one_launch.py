@@ -312,7 +312,7 @@ def test_triton_path_reads_no_device_value(entries: int) -> None:
         assert [b.tolist() for b in bufs] == want
 
 
-@pytest.mark.skipif(not HAS_CUDA, reason="CUDA graph capture needs a GPU")
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU: CUDA graph capture needs one")
 @pytest.mark.parametrize("tokens", [1, 8, 64])
 def test_one_launch_replays_in_a_cuda_graph(tokens: int) -> None:
     """Captured once, replayed on new ids: the kernel's sizes come from its arguments only."""
