@@ -6,27 +6,17 @@ names as missing, or it would report us against ourselves as "AOT"."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import types
-from pathlib import Path
 
 import pytest
+
+from ._scripts import load_script
 
 pytest.importorskip("torch")
 
 
 def _bench() -> types.ModuleType:
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "kernels.py"
-    spec = importlib.util.spec_from_file_location("bench_kernels", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
+    return load_script("benchmarks/kernels.py", "bench_kernels")
 
 
 def test_names_bound_by_the_shims_read_as_missing() -> None:

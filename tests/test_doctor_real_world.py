@@ -10,7 +10,6 @@ against the real wheels (tests/patches/).
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from sglang_shims.catalog.load import load
 from sglang_shims.cli import doctor
 from sglang_shims.engine.gates import check_gate
 
+from ._scripts import load_script
 from .test_doctor import facts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,11 +29,7 @@ REPORTS: list[dict[str, Any]] = DATA["reports"]
 
 
 def _renderer() -> Any:
-    spec = importlib.util.spec_from_file_location("real_world", REPO / "docs" / "real_world.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("docs/real_world.py", "real_world")
 
 
 def test_page_is_generated_from_the_data() -> None:

@@ -26,7 +26,6 @@ import dataclasses
 import importlib
 import importlib.util
 import json
-import sys
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
 else:
     torch = pytest.importorskip("torch", reason="torch is not installed: the sweep needs it")
 
+from ._scripts import load_script
 from ._triton import load_triton, select_backend
 
 HAS_CUDA = torch.cuda.is_available()
@@ -49,16 +49,7 @@ needs_triton = pytest.mark.skipif(bool(NO_TRITON), reason=NO_TRITON)
 
 
 def _load_sweep() -> types.ModuleType:
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sweep.py"
-    spec = importlib.util.spec_from_file_location("bench_sweep", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
+    return load_script("benchmarks/sweep.py", "bench_sweep")
 
 
 S: Any = _load_sweep()
