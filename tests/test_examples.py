@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -522,3 +525,35 @@ def test_a_run_is_judged_by_the_kernel_mode_its_reports_show(e2e: ModuleType) ->
     run["mode_problem"] = None
     assert e2e.passed(results) is True
     assert "every run's reports match its mode" in e2e.markdown(results)
+
+
+def test_hybrid_script_gives_the_real_kernel_to_its_probes_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probes (stock import, providers, RoPE timing) run with the real kernel first on
+    PYTHONPATH; the e2e runs get this process's environment, so that their mode "none"
+    has no kernel and mode "real" gets it from --kernel-dir (2026-12-01: it leaked)."""
+    hybrid = load_script("examples/hybrid_serve.py", "hybrid_serve")
+    kernel = tmp_path / "kernel"
+    kernel.mkdir()
+    monkeypatch.setenv("PYTHONPATH", "/site")
+    probes: list[dict[str, str]] = []
+    serves: list[tuple[list[str], dict[str, str]]] = []
+
+    def fake_run(code: str, env: dict[str, str], timeout: float = 300) -> Any:
+        probes.append(env)
+        return subprocess.CompletedProcess([], 0, stdout='{"state": "applied"}\n', stderr="")
+
+    def fake_subprocess_run(cmd: list[str], env: dict[str, str], check: bool) -> Any:
+        serves.append((cmd, env))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(hybrid, "run", fake_run)
+    monkeypatch.setattr(hybrid.subprocess, "run", fake_subprocess_run)
+    monkeypatch.setattr(sys, "argv", ["hybrid_serve.py", "--kernel-dir", str(kernel),
+                                      "--out", str(tmp_path / "out")])
+    hybrid.main()
+    assert len(probes) == 3
+    assert all(env["PYTHONPATH"].split(os.pathsep)[0] == str(kernel) for env in probes)
+    [(cmd, env)] = serves
+    assert env["PYTHONPATH"] == "/site"
+    assert cmd[cmd.index("--kernel-dir") + 1] == str(kernel)
