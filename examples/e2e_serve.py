@@ -904,17 +904,21 @@ def mode_problem(mode: str, report: dict[str, Any] | None) -> str | None:
     return None
 
 
+def wrong_modes(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """(run, problem) for every run whose reports contradict its kernel mode."""
+    return [(key, run["mode_problem"]) for key, run in results.items()
+            if isinstance(run, dict) and run.get("mode_problem")]
+
+
 def passed(results: dict[str, Any]) -> bool:
     """Every run held to a token criterion met it: the float32 runs (identity up to
     near-ties) and every MoE/FP8 run (identity up to its stated tolerance); and every
     run ran in the kernel mode it is named for."""
     held = [k for k in results.get("correctness_runs", [])
             if "-fp32" in k or any(f"-{n}-" in k for n in e2e_models.SPECS)]
-    modes_hold = not any(isinstance(run, dict) and run.get("mode_problem")
-                         for run in results.values())
-    return modes_hold and all(results[k].get("compare", {}).get("pass")
-                              and results[k].get("forced", {}).get("pass", True)
-                              for k in held)
+    return not wrong_modes(results) and all(
+        results[k].get("compare", {}).get("pass")
+        and results[k].get("forced", {}).get("pass", True) for k in held)
 
 
 def save(out: Path, results: dict[str, Any]) -> str:
@@ -1000,8 +1004,7 @@ def markdown(results: dict[str, Any]) -> str:
                          f" | {run.get('ttft_median_s', '-')} |"
                          f" {run.get('compiled_during_timing', '-')} | {graphless} |")
         lines += ratios(results, batches)
-    wrong = [f"- {key}: {run['mode_problem']}" for key, run in results.items()
-             if isinstance(run, dict) and run.get("mode_problem")]
+    wrong = [f"- {key}: {problem}" for key, problem in wrong_modes(results)]
     lines += ["", "RUNS NOT IN THEIR KERNEL MODE (their numbers measure something else):",
               *wrong] if wrong else ["", "kernel mode: every run's reports match its mode"]
     return "\n".join(lines)
