@@ -51,6 +51,31 @@ def _buckets(ids_ptr, chunk, numel, n_buckets, IGNORE_INVALID: tl.constexpr,
 
 
 @triton.jit
+def _layout(counts, cumsum_ptr, post_pad_ptr, expert_ids_ptr, n_buckets, block_size,
+            n_expert_ids, BLOCK_E: tl.constexpr, BLOCK_J: tl.constexpr):
+    """From each bucket's token count: pad the counts to ``block_size``, write the bucket
+    starts and the padded total (``cumsum_buffer``, ``num_tokens_post_pad``) and the
+    expert of every block up to the total; return the starts."""
+    e = tl.arange(0, BLOCK_E)
+    padded = (counts + block_size - 1) // block_size * block_size
+    ends = tl.cumsum(padded, axis=0)
+    starts = ends - padded
+    total = tl.sum(padded, axis=0)
+    e_ok = e < n_buckets
+    tl.store(cumsum_ptr + e, starts, mask=e_ok)
+    tl.store(cumsum_ptr + n_buckets, total)
+    tl.store(post_pad_ptr, total)
+    n_blocks = tl.minimum(total // block_size, n_expert_ids)
+    for j0 in range(0, n_blocks, BLOCK_J):
+        j = j0 + tl.arange(0, BLOCK_J)
+        # block j's bucket is the number of buckets that end at or before its first slot
+        done = (ends[None, :] <= (j * block_size)[:, None]) & e_ok[None, :]
+        owner = tl.sum(done.to(tl.int32), axis=1)
+        tl.store(expert_ids_ptr + j, owner - 1, mask=j < n_blocks)
+    return starts
+
+
+@triton.jit
 def align_count_kernel(ids_ptr, counts_ptr, sorted_ptr, numel, n_buckets, n_sorted,
                        fill_per_program, IGNORE_INVALID: tl.constexpr,
                        BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr, PAD: tl.constexpr,
@@ -82,20 +107,8 @@ def align_scan_kernel(counts_ptr, cumsum_ptr, expert_ids_ptr, post_pad_ptr,
         before = tl.cumsum(tile, axis=0) - tile + carry[None, :]
         tl.store(ptrs, before, mask=(c < n_chunks)[:, None])
         carry += tl.sum(tile, axis=0)
-    padded = (carry + block_size - 1) // block_size * block_size
-    ends = tl.cumsum(padded, axis=0)
-    total = tl.sum(padded, axis=0)
-    e_ok = e < n_buckets
-    tl.store(cumsum_ptr + e, ends - padded, mask=e_ok)
-    tl.store(cumsum_ptr + n_buckets, total)
-    tl.store(post_pad_ptr, total)
-    n_blocks = total // block_size
-    for j0 in range(0, n_expert_ids, BLOCK_J):
-        j = j0 + tl.arange(0, BLOCK_J)
-        # the bucket holding block j is the number of buckets that end at or before it
-        done = (ends[None, :] <= (j * block_size)[:, None]) & e_ok[None, :]
-        bucket = tl.sum(done.to(tl.int32), axis=1)
-        tl.store(expert_ids_ptr + j, bucket - 1, mask=(j < n_blocks) & (j < n_expert_ids))
+    _layout(carry, cumsum_ptr, post_pad_ptr, expert_ids_ptr, n_buckets, block_size,
+            n_expert_ids, BLOCK_E, BLOCK_J)
 
 
 @triton.jit
@@ -128,7 +141,6 @@ def align_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, c
     padding fill and the placement, which write the same slots: the barrier between them
     makes every thread's fill store land before any thread's token store.
     """
-    e = tl.arange(0, BLOCK_E)
     if PAD:
         for f in range(0, n_sorted, BLOCK_F):
             offs = f + tl.arange(0, BLOCK_F)
@@ -139,21 +151,8 @@ def align_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, c
         _, _, _, onehot = _buckets(ids_ptr, c, numel, n_buckets, IGNORE_INVALID,
                                    BLOCK_T, BLOCK_E)
         counts += tl.sum(onehot, axis=0)
-    padded = (counts + block_size - 1) // block_size * block_size
-    ends = tl.cumsum(padded, axis=0)
-    starts = ends - padded
-    total = tl.sum(padded, axis=0)
-    e_ok = e < n_buckets
-    tl.store(cumsum_ptr + e, starts, mask=e_ok)
-    tl.store(cumsum_ptr + n_buckets, total)
-    tl.store(post_pad_ptr, total)
-    n_blocks = tl.minimum(total // block_size, n_expert_ids)
-    for j0 in range(0, n_blocks, BLOCK_J):
-        j = j0 + tl.arange(0, BLOCK_J)
-        # block j's bucket is the number of buckets that end at or before its first slot
-        done = (ends[None, :] <= (j * block_size)[:, None]) & e_ok[None, :]
-        owner = tl.sum(done.to(tl.int32), axis=1)
-        tl.store(expert_ids_ptr + j, owner - 1, mask=j < n_blocks)
+    starts = _layout(counts, cumsum_ptr, post_pad_ptr, expert_ids_ptr, n_buckets,
+                     block_size, n_expert_ids, BLOCK_E, BLOCK_J)
     if PAD:
         tl.debug_barrier()  # the fill above, by any thread, before any token store below
     seen = starts  # per bucket: where its next token goes
