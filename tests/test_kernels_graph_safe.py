@@ -25,6 +25,8 @@ torch = pytest.importorskip("torch")
 
 from sglang_shims import kernels as K  # noqa: E402
 
+from ._align import align_buffers  # noqa: E402
+
 F8 = torch.float8_e4m3fn
 
 
@@ -36,10 +38,7 @@ def _moe_align() -> tuple[Callable[..., Any], tuple[Any, ...]]:
     g = _gen()
     ids = torch.randint(-2, 9, (6, 2), dtype=torch.int32, generator=g)
     n_buckets, bs = 9, 4
-    most = min(ids.numel() * bs, ids.numel() + n_buckets * (bs - 1))
-    bufs = (torch.full((most,), 77, dtype=torch.int32),
-            torch.full((-(-most // bs),), 55, dtype=torch.int32),
-            torch.empty(1, dtype=torch.int32), torch.empty(n_buckets + 1, dtype=torch.int32))
+    bufs = align_buffers(ids.numel(), n_buckets, bs, "cpu")
 
     def call(ids: Any, s: Any, e: Any, p: Any, c: Any, pad: bool, ignore: bool) -> Any:
         K.moe_align_block_size(ids, n_buckets, bs, s, e, p, c, pad, ignore)

@@ -37,6 +37,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the kernel 
 
 from sglang_shims import kernels as K  # noqa: E402
 
+from ._align import align_buffers  # noqa: E402
 from ._triton import load_triton, select_backend  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
@@ -84,15 +85,6 @@ def ref_align(ids: list[int], n_buckets: int, bs: int, ignore_invalid: bool = Fa
     return out, experts, [*starts, len(out)]
 
 
-def _align_buffers(numel: int, n_buckets: int, bs: int, device: str
-                   ) -> tuple[torch.Tensor, ...]:
-    """Buffers as sglang sizes them, full of sentinels."""
-    most = numel * bs if numel < n_buckets else numel + n_buckets * (bs - 1)
-    i32 = {"dtype": torch.int32, "device": device}
-    return (torch.full((most,), -7, **i32), torch.full((-(-most // bs),), -9, **i32),
-            torch.full((1,), -5, **i32), torch.full((n_buckets + 1,), -3, **i32))
-
-
 ALIGN_CASES = [  # tokens, top-k, experts, block size
     (4, 3, 4, 4), (1, 2, 8, 16), (37, 2, 8, 16), (300, 8, 64, 64), (5, 8, 256, 128),
     (700, 1, 3, 16),
@@ -106,7 +98,7 @@ def test_moe_align(dev: str, gen: torch.Generator, case: tuple[int, int, int, in
     tokens, k, experts, bs = case
     ids = torch.randint(-1, experts, (tokens, k), generator=gen).to(id_dtype).to(dev)
     n_buckets = experts + 1  # as sglang calls it
-    sorted_ids, expert_ids, post_pad, cumsum = _align_buffers(ids.numel(), n_buckets, bs, dev)
+    sorted_ids, expert_ids, post_pad, cumsum = align_buffers(ids.numel(), n_buckets, bs, dev)
     K.moe_align_block_size(ids, n_buckets, bs, sorted_ids, expert_ids, post_pad, cumsum, True)
     want, want_experts, want_cumsum = ref_align(ids.flatten().tolist(), n_buckets, bs)
     total = len(want)
@@ -121,7 +113,7 @@ def test_moe_align(dev: str, gen: torch.Generator, case: tuple[int, int, int, in
 def test_moe_align_without_padding_fill(dev: str) -> None:
     """pad_sorted_token_ids=False: only token slots are written; padding keeps the caller's."""
     ids = torch.tensor([[2, 0], [2, 2], [-1, 1]], dtype=torch.int32, device=dev)
-    sorted_ids, expert_ids, post_pad, cumsum = _align_buffers(6, 4, 4, dev)
+    sorted_ids, expert_ids, post_pad, cumsum = align_buffers(6, 4, 4, dev)
     K.moe_align_block_size(ids, 4, 4, sorted_ids, expert_ids, post_pad, cumsum, False)
     assert post_pad.item() == 16
     assert sorted_ids[:16].tolist() == [4, -7, -7, -7, 1, -7, -7, -7, 5, -7, -7, -7,
@@ -132,12 +124,12 @@ def test_moe_align_without_padding_fill(dev: str) -> None:
 def test_moe_align_ignore_invalid_and_out_of_range(dev: str) -> None:
     """sglang 0.5.17's ninth argument drops the -1 ids; ids past the buckets never land."""
     ids = torch.tensor([[-1, 0], [5, 1], [1, -1], [-3, 0]], dtype=torch.int64, device=dev)
-    sorted_ids, expert_ids, post_pad, cumsum = _align_buffers(8, 3, 2, dev)
+    sorted_ids, expert_ids, post_pad, cumsum = align_buffers(8, 3, 2, dev)
     K.moe_align_block_size(ids, 3, 2, sorted_ids, expert_ids, post_pad, cumsum, True, True)
     assert post_pad.item() == 4
     assert sorted_ids[:4].tolist() == [1, 7, 3, 4]
     assert expert_ids[:2].tolist() == [0, 1]
-    sorted_ids, expert_ids, post_pad, cumsum = _align_buffers(8, 3, 2, dev)
+    sorted_ids, expert_ids, post_pad, cumsum = align_buffers(8, 3, 2, dev)
     K.moe_align_block_size(ids, 3, 2, sorted_ids, expert_ids, post_pad, cumsum, True, False)
     assert sorted_ids[:6].tolist() == [0, 5, 1, 7, 3, 4]
     assert expert_ids[:3].tolist() == [-1, 0, 1]
@@ -145,7 +137,7 @@ def test_moe_align_ignore_invalid_and_out_of_range(dev: str) -> None:
 
 def test_moe_align_empty_and_rejects(dev: str) -> None:
     ids = torch.empty((0, 2), dtype=torch.int32, device=dev)
-    sorted_ids, expert_ids, post_pad, cumsum = _align_buffers(0, 5, 16, dev)
+    sorted_ids, expert_ids, post_pad, cumsum = align_buffers(0, 5, 16, dev)
     K.moe_align_block_size(ids, 5, 16, sorted_ids, expert_ids, post_pad, cumsum, True)
     assert post_pad.item() == 0 and cumsum.tolist() == [0] * 6
     ids = torch.zeros((8, 2), dtype=torch.int32, device=dev)

@@ -32,6 +32,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the kernel 
 
 from sglang_shims.kernels import _moe_align as A  # noqa: E402
 
+from ._align import align_buffers  # noqa: E402
 from ._triton import load_triton, select_backend  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
@@ -40,7 +41,6 @@ pytestmark = pytest.mark.skipif(bool(NO_TRITON), reason=NO_TRITON or "triton is 
 
 ONE = ["moe_align_one"]
 THREE = ["moe_align_count", "moe_align_scan", "moe_align_place"]
-SENTINELS = (-7, -9, -5, -3)  # sorted_token_ids, experts_ids, num_tokens_post_pad, cumsum
 
 
 @pytest.fixture(autouse=True)
@@ -74,15 +74,6 @@ def reference(ids: list[int], n_buckets: int, bs: int, pad: bool, ignore_invalid
     return [sorted_ids, experts, post_pad, cumsum]
 
 
-def buffers(numel: int, n_buckets: int, bs: int, device: str, slack: int = 0
-            ) -> list[torch.Tensor]:
-    """Sentinel-filled buffers as sglang sizes them, each ``slack`` slots longer."""
-    most = min(numel * bs, numel + n_buckets * (bs - 1))
-    sizes = (most, -(-most // bs), 1, n_buckets + 1)
-    return [torch.full((n + slack,), s, dtype=torch.int32, device=device)
-            for n, s in zip(sizes, SENTINELS, strict=True)]
-
-
 @contextmanager
 def recorded_launches(run_kernels: bool = True) -> Iterator[list[str]]:
     """The names of the kernels the op launches; with ``run_kernels=False`` only the
@@ -111,7 +102,7 @@ def align_and_compare(ids: torch.Tensor, n_buckets: int, bs: int, pad: bool,
                       ignore_invalid: bool, want_launches: list[str] = ONE,
                       slack: int = 0) -> None:
     """Run the op on sentinel buffers; compare every buffer whole with the reference."""
-    bufs = buffers(ids.numel(), n_buckets, bs, str(ids.device), slack)
+    bufs = align_buffers(ids.numel(), n_buckets, bs, str(ids.device), slack)
     before = [b.tolist() for b in bufs]
     with recorded_launches() as names:
         A.moe_align_block_size(ids, n_buckets, bs, *bufs, pad, ignore_invalid)
@@ -232,7 +223,7 @@ def _dispatch(numel: int, n_buckets: int, bs: int, pad: bool) -> list[str]:
     """The launches the op makes for these sizes (the kernels themselves do not run)."""
     with triton_backend() as dev, recorded_launches(run_kernels=False) as names:
         ids = torch.zeros(numel, dtype=torch.int32, device=dev)
-        A.moe_align_block_size(ids, n_buckets, bs, *buffers(numel, n_buckets, bs, dev), pad)
+        A.moe_align_block_size(ids, n_buckets, bs, *align_buffers(numel, n_buckets, bs, dev), pad)
     return names
 
 
@@ -244,7 +235,7 @@ def test_dispatch_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _dispatch(most_e + 1, 129, 16, False) == THREE
     assert _dispatch(8, most_b + 1, 16, False) == THREE
     # the padding fill: one program writes at most _ONE_LAUNCH_MAX_FILL slots alone
-    assert buffers(most_e, 1000, 128, "cpu")[0].numel() > A._ONE_LAUNCH_MAX_FILL
+    assert align_buffers(most_e, 1000, 128, "cpu")[0].numel() > A._ONE_LAUNCH_MAX_FILL
     assert _dispatch(most_e, 1000, 128, True) == THREE
     assert _dispatch(most_e, 1000, 128, False) == ONE
     assert _dispatch(512, 257, 128, True) == ONE  # 64 tokens x top-8, DeepSeek V3
@@ -303,11 +294,11 @@ def test_triton_path_reads_no_device_value(entries: int) -> None:
     ids = torch.randint(-1, 16, (entries,), generator=g, dtype=torch.int32)
     with triton_backend() as dev:
         ids = ids.to(dev)
-        bufs = buffers(entries, 17, 16, dev)
+        bufs = align_buffers(entries, 17, 16, dev)
         with host_reads_fail() as names:
             A.moe_align_block_size(ids, 17, 16, *bufs, True, False)
         assert names == (ONE if entries <= A._ONE_LAUNCH_MAX_ENTRIES else THREE)
-        before = [b.tolist() for b in buffers(entries, 17, 16, dev)]
+        before = [b.tolist() for b in align_buffers(entries, 17, 16, dev)]
         want = reference(ids.tolist(), 17, 16, True, False, before)
         assert [b.tolist() for b in bufs] == want
 
@@ -318,7 +309,7 @@ def test_one_launch_replays_in_a_cuda_graph(tokens: int) -> None:
     """Captured once, replayed on new ids: the kernel's sizes come from its arguments only."""
     g = torch.Generator().manual_seed(10)
     ids = torch.randint(0, 128, (tokens, 8), generator=g, dtype=torch.int32).cuda()
-    bufs = buffers(ids.numel(), 129, 64, "cuda")
+    bufs = align_buffers(ids.numel(), 129, 64, "cuda")
     before = [b.tolist() for b in bufs]
     with recorded_launches() as names:
         A.moe_align_block_size(ids, 129, 64, *bufs, True, False)  # compiles outside
