@@ -166,9 +166,10 @@ def test_current_config_is_read_from_the_wrapper_not_rederived(
 
     shape = S.Shape(3, 256)
     quant = S.OPS["sgl_per_token_quant_fp8"]
-    before = _current(quant, shape, dev)
+    # above DECODE_ROWS, where the wrapper tiles rows by _TILE (at decode sizes: one row)
+    before = _current(quant, S.Shape(40, 256), dev)
     monkeypatch.setattr(_fp8, "_TILE", before["BLOCK_N"])  # one row of BLOCK_N per program
-    after = _current(quant, shape, dev)
+    after = _current(quant, S.Shape(40, 256), dev)
     assert before["BLOCK_M"] > 1 and after["BLOCK_M"] == 1
 
     norm = S.OPS["rmsnorm"]

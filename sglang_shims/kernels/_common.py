@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     import torch
 
 _TRUE = frozenset({"1", "true", "on", "yes"})
+# Launches of up to this many rows (tokens) take the decode-sized configurations: the
+# launch-configuration sweep measured them at 1, 8 and 32 rows on an H200
+# (benchmarks/results/sweep-decode-h200-2026-12-02.md); beyond it the wrappers keep the
+# configurations measured at prefill sizes (4096 and 16384 rows).  Rows in between are
+# unmeasured, so they keep the prefill ones.
+DECODE_ROWS = 32
 _triton_state: list[bool] = []  # [] = not tried yet, [ok] after the first attempt
 
 

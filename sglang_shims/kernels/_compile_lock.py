@@ -14,9 +14,15 @@ others get the lock in turn and load what it wrote.  Every later launch of that
 specialisation in the process is a set lookup, no lock.
 
 The key is ours, not Triton's, and deliberately cheap (it is built on every call):
-the op, its compile-time constants, the dtypes and, for the one size that changes
-from call to call (the token count), whether it is 1 or a multiple of 16, as Triton
-specialises integers.  Strides and model sizes are left out: they rarely change
+the op, its compile-time constants and the dtypes.  The one size that changes from call
+to call, the token count (and what is derived from it: routed tokens, groups, padded
+slots), is marked ``do_not_specialize`` in every kernel that takes it: Triton would
+otherwise compile a kernel up to three times for it (equal to 1, a multiple of 16,
+neither), and a prefill whose length falls into a class not seen during warm-up would
+compile in the middle of serving -- the one compilation the H200 caught inside timed
+work on 2026-12-02.  Where a model size does reach the key (``sizes``: whether it is 1
+or a multiple of 16, as Triton specialises integers) it is one that differs between
+models, not between steps.  Strides and other model sizes are left out: they rarely change
 within a server, and a key that misses one of Triton's specialisations only means
 that compile runs unlocked -- never a wrong result.  Where no lock file can be made
 (read-only home, no ``fcntl``) kernels compile unlocked and one warning says so.

@@ -40,8 +40,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._common import next_pow2, use_triton
-from ._compile_lock import launch, sizes
+from ._common import DECODE_ROWS, next_pow2, use_triton
+from ._compile_lock import launch
 
 if TYPE_CHECKING:
     import torch
@@ -167,8 +167,15 @@ def _launch(op: str, out: torch.Tensor, run: Callable[[Any, tuple[int], dict[str
     m, n = out.shape
     block_m = min(max(16, next_pow2(m)), 128)
     block_n = 128 if m > 64 else 64
-    tiles = {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": 128, "GROUP_M": 8}
+    block_k, stages = 128, 3
+    if op == "fp8_scaled_mm" and m <= DECODE_ROWS:
+        # Measured on an H200 (N = K = 4096 and 8192, 1-32 tokens): 16-row tiles, 256 of K
+        # a step and 4 stages are the best or within 2%, 1.5-1.7x ahead of 64x128 steps;
+        # 32 columns (twice the programs) up to 16 tokens, 64 beyond.  The block-scaled
+        # kernel steps K by its 128-wide scale blocks and was not swept.
+        block_m, block_n, block_k, stages = 16, 32 if m <= 16 else 64, 256, 4
+    tiles = {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": 8}
     grid = (triton.cdiv(m, block_m) * triton.cdiv(n, block_n),)
-    key = (op, out.dtype, block_m, block_n, has_bias, sizes(m))
-    options = {"num_warps": 8 if block_m * block_n >= 128 * 128 else 4, "num_stages": 3}
+    key = (op, out.dtype, block_m, block_n, block_k, stages, has_bias)
+    options = {"num_warps": 8 if block_m * block_n >= 128 * 128 else 4, "num_stages": stages}
     launch(key, lambda: run(_fp8_gemm_kernels, grid, {**tiles, **options}))

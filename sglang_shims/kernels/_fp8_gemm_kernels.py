@@ -30,7 +30,7 @@ def _tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.conste
     return pid_m, pid_n
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["M"])
 def scaled_mm_kernel(
     a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, c_ptr,
     M, N, K,
@@ -67,7 +67,7 @@ def scaled_mm_kernel(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["M"])
 def block_scaled_mm_kernel(
     a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr,
     M, N, K,

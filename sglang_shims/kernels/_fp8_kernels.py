@@ -39,7 +39,7 @@ def _to_fp8(x, mult, fp8_min, fp8_max):
     return round_e4m3(q)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n_groups"])
 def per_token_group_quant_kernel(
     x_ptr, q_ptr, s_ptr,
     n_groups, groups_per_row, group_size,
@@ -73,7 +73,7 @@ def per_token_group_quant_kernel(
     tl.store(s_ptr + row.to(tl.int64) * stride_s_row + col * stride_s_group, scale, mask=g_ok)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n_rows"])
 def per_token_quant_kernel(
     x_ptr, q_ptr, s_ptr,
     n_rows, n_cols, stride_x, stride_q,
@@ -103,14 +103,14 @@ def per_token_quant_kernel(
                  q.to(q_ptr.dtype.element_ty), mask=m2)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n"])
 def absmax_kernel(x_ptr, s_ptr, n, fp8_max, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
     tl.atomic_max(s_ptr, tl.max(tl.abs(x), axis=0) / fp8_max)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n"])
 def per_tensor_quant_kernel(x_ptr, q_ptr, s_ptr, n, fp8_max, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n

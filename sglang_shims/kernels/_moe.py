@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from ._common import next_pow2, use_triton
-from ._compile_lock import launch, sizes
+from ._compile_lock import launch
 
 if TYPE_CHECKING:
     import torch
@@ -175,7 +175,7 @@ def _triton(topk_weights: torch.Tensor, topk_ids: torch.Tensor, logits: torch.Te
     num_warps = max(1, min(8, block_m * block_e // 512))
     grid = (triton.cdiv(n_rows, block_m),)
     key = ("topk_softmax", logits.dtype, w.dtype, k, block_m, block_e, renormalize,
-           softcap != 0.0, bias is None, te is None, num_warps, sizes(n_rows))
+           softcap != 0.0, bias is None, te is None, num_warps)
     launch(key, lambda: _moe_kernels.topk_softmax_kernel[grid](
         logits, w, ids, te if te is not None else ids, bias if bias is not None else logits,
         n_rows, n_experts,

@@ -34,23 +34,23 @@ launch; larger ones to three launches spread over chunks (see
 ``_moe_align_kernels``).  Why: decode (1 to 64 tokens, top-k up to 8) runs this op every
 step, and there the three launches cost more than their work (on the H200, 1 token x
 top-8 of 128 experts took 7.9 us against sgl-kernel's 4.5 us).  One program does the
-work serially, so it only pays while the input is small.  The limits: 1024 entries is
-128 decode tokens at top-8; 1024 buckets covers 512-expert models (Qwen3-Next) and
-keeps the one-hot tiles at no fewer than 8 tokens a step; 65536 slots caps the fill that
-one program writes alone at 256 KiB.  **Off until a GPU has compiled and timed it**
-(written 2026-12-01 on CPU, checked under Triton's interpreter only, which enforces
-neither Triton's compile rules nor shows speed): ``_ONE_LAUNCH_ON`` holds the limit it
-will get, ``_ONE_LAUNCH_MAX_ENTRIES`` is 0, so every input takes the three launches that
-served on the H200.  The tests set the limit to ``_ONE_LAUNCH_ON``; so does
-``benchmarks/kernels.py --moe-align-one-launch`` to time it.
+work serially, so it only pays while the input is small.  Compiled and timed on the
+H200 on 2026-12-02 (top-8 of 128 experts, block 64, CUDA-graph replay): 4.0 us against
+7.4 us for the three launches at 8 routed tokens, 8.5 against 9.8 us at 64, but 24.2
+against 12.6 us at 256 -- so ``_ONE_LAUNCH_MAX_ENTRIES`` is 64 (8 decode tokens at
+top-8).  The other limits: 1024 buckets covers 512-expert models (Qwen3-Next) and keeps
+the one-hot tiles at no fewer than 8 tokens a step; 65536 slots caps the fill that one
+program writes alone at 256 KiB.  The tests raise the entry limit to ``_ONE_LAUNCH_ON``
+(1024) to check the path on larger inputs too; so does ``benchmarks/kernels.py
+--moe-align-one-launch`` to time it there.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._common import next_pow2, use_triton
-from ._compile_lock import launch, sizes
+from ._common import DECODE_ROWS, next_pow2, use_triton
+from ._compile_lock import launch
 
 if TYPE_CHECKING:
     import torch
@@ -60,8 +60,8 @@ __all__ = ["moe_align_block_size", "moe_sum", "moe_sum_reduce"]
 _MAX_TRITON_BUCKETS = 4096
 _TILE = 8192  # one-hot tile elements a program holds at once
 # The single-program path (see the module docstring; its speed is unmeasured).
-_ONE_LAUNCH_ON = 1024  # routed tokens (topk_ids.numel()) once the GPU says it pays
-_ONE_LAUNCH_MAX_ENTRIES = 0  # 0: the path is off (unmeasured on a GPU, see above)
+_ONE_LAUNCH_ON = 1024  # routed tokens the path is tested up to (the tests' limit)
+_ONE_LAUNCH_MAX_ENTRIES = 64  # where it pays (H200, see above); 0 turns it off
 _ONE_LAUNCH_MAX_BUCKETS = 1024
 _ONE_LAUNCH_MAX_FILL = 65536  # sorted_token_ids slots, when pad_sorted_token_ids asks
 _ONE_LAUNCH_WARPS = 8  # one program: more threads per program is its only parallelism
@@ -195,8 +195,7 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
     if one_launch(numel, n_buckets, sorted_token_ids.numel(), pad):
         block_t = min(_TILE // block_e, max(16, next_pow2(numel)))
         rows = max(1, _TILE // block_e)
-        key = ("moe_align_one", ids.dtype, block_t, block_e, pad, ignore_invalid,
-               sizes(numel))
+        key = ("moe_align_one", ids.dtype, block_t, block_e, pad, ignore_invalid)
         launch(key, lambda: k.align_one_launch_kernel[(1,)](
             ids, sorted_token_ids, experts_ids, num_tokens_post_pad, cumsum_buffer, numel,
             n_buckets, bs, sorted_token_ids.numel(), experts_ids.numel(),
@@ -209,7 +208,7 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
     n_sorted = sorted_token_ids.numel()
     fill = triton.cdiv(n_sorted, n_chunks)
     rows = max(1, _TILE // block_e)
-    common = (ids.dtype, block_t, block_e, ignore_invalid, sizes(numel))
+    common = (ids.dtype, block_t, block_e, ignore_invalid)
     launch(("moe_align_count", pad, *common), lambda: k.align_count_kernel[(n_chunks,)](
         ids, counts, sorted_token_ids, numel, n_buckets, n_sorted, fill,
         IGNORE_INVALID=ignore_invalid, BLOCK_T=block_t, BLOCK_E=block_e, PAD=pad,
@@ -268,11 +267,16 @@ def sum_into(input: torch.Tensor, output: torch.Tensor, scale: float | None) -> 
     x = input if input.stride(2) == 1 else input.contiguous()
     out = output if output.stride(1) == 1 else torch.empty_like(output)
     tokens, topk, hidden = x.shape
-    block_h = min(next_pow2(hidden), 1024)
+    # Measured on an H200 (top-8, hidden 4096/8192): 1024 columns and 4 warps a program
+    # at prefill sizes; at 1-32 tokens 512 columns and 8 warps are the best or within 4%,
+    # 15-25% ahead of that (twice the programs; the top-k loop is short either way).
+    block_h = min(next_pow2(hidden), 512 if tokens <= DECODE_ROWS else 1024)
+    warps = 8 if tokens <= DECODE_ROWS and block_h == 512 else 4
     grid = (tokens, triton.cdiv(hidden, block_h))
-    key = ("moe_sum", x.dtype, block_h, scale is not None)
+    key = ("moe_sum", x.dtype, block_h, warps, scale is not None)
     launch(key, lambda: _moe_align_kernels.moe_sum_kernel[grid](
         x, out, hidden, topk, x.stride(0), x.stride(1), out.stride(0),
-        1.0 if scale is None else scale, BLOCK_H=block_h, SCALE=scale is not None))
+        1.0 if scale is None else scale, BLOCK_H=block_h, SCALE=scale is not None,
+        num_warps=warps))
     if out is not output:
         output.copy_(out)

@@ -75,7 +75,7 @@ def _layout(counts, cumsum_ptr, post_pad_ptr, expert_ids_ptr, n_buckets, block_s
     return starts
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["numel", "n_sorted", "fill_per_program"])
 def align_count_kernel(ids_ptr, counts_ptr, sorted_ptr, numel, n_buckets, n_sorted,
                        fill_per_program, IGNORE_INVALID: tl.constexpr,
                        BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr, PAD: tl.constexpr,
@@ -94,7 +94,7 @@ def align_count_kernel(ids_ptr, counts_ptr, sorted_ptr, numel, n_buckets, n_sort
                      mask=offs < end)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n_chunks", "n_expert_ids"])
 def align_scan_kernel(counts_ptr, cumsum_ptr, expert_ids_ptr, post_pad_ptr,
                       n_chunks, n_buckets, block_size, n_expert_ids,
                       BLOCK_C: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_J: tl.constexpr):
@@ -111,7 +111,7 @@ def align_scan_kernel(counts_ptr, cumsum_ptr, expert_ids_ptr, post_pad_ptr,
             n_expert_ids, BLOCK_E, BLOCK_J)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["numel"])
 def align_place_kernel(ids_ptr, counts_ptr, cumsum_ptr, sorted_ptr, numel, n_buckets,
                        IGNORE_INVALID: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr):
     chunk = tl.program_id(0)
@@ -124,7 +124,7 @@ def align_place_kernel(ids_ptr, counts_ptr, cumsum_ptr, sorted_ptr, numel, n_buc
     tl.store(sorted_ptr + base + rank, t, mask=ok)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["numel", "n_sorted", "n_expert_ids"])
 def align_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, cumsum_ptr,
                             numel, n_buckets, block_size, n_sorted, n_expert_ids,
                             IGNORE_INVALID: tl.constexpr, PAD: tl.constexpr,

@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from ._common import next_pow2, use_triton
-from ._compile_lock import launch, sizes
+from ._compile_lock import launch
 
 if TYPE_CHECKING:
     import torch
@@ -136,7 +136,7 @@ def _triton(x: torch.Tensor, bias: torch.Tensor, groups: int, topk_group: int, r
     block_m = max(1, min(next_pow2(tokens), 4096 // block_e))
     grid = (triton.cdiv(tokens, block_m),)
     key = ("moe_fused_gate", x.dtype, groups, topk_group, routed, shared, apply_scale,
-           block_m, block_e, sizes(tokens))
+           block_m, block_e)
     launch(key, lambda: _moe_gate_kernels.moe_fused_gate_kernel[grid](
         x, bias, weights, ids, tokens, experts, x.stride(0), factor,
         GROUPS=groups, PER_GROUP=experts // groups, TOPK_GROUP=topk_group, ROUTED=routed,

@@ -19,7 +19,7 @@ import triton.language as tl  # type: ignore[import-not-found, import-untyped, u
 FLT_MAX = tl.constexpr(3.4028234663852886e38)  # a global a kernel reads must be constexpr
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n_rows"])
 def moe_fused_gate_kernel(
     x_ptr, bias_ptr, w_ptr, ids_ptr,
     n_rows, n_experts, stride_x,

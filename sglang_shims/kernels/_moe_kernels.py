@@ -22,7 +22,7 @@ def _tanh_f32(x):
     return tl.where(x < 0.0, -t, t)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n_rows"])
 def topk_softmax_kernel(
     logits_ptr, w_ptr, ids_ptr, tei_ptr, bias_ptr,
     n_rows, n_experts,

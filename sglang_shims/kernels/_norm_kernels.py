@@ -21,7 +21,7 @@ import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
 import triton.language as tl  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n_rows"])
 def rmsnorm_kernel(
     x_ptr, res_ptr, w_ptr, out_ptr,
     n_rows, n_cols,
