@@ -202,7 +202,7 @@ def _triton_group(input: torch.Tensor, output_q: torch.Tensor, output_s: torch.T
     n_groups = input.numel() // group_size
     block_k = next_pow2(group_size)
     # 32 groups of 128 a program; at 1-32 rows of 4096/8192 an H200 measured 8 groups a
-    # program (4x the programs) as the best or within 4%, 25-30% ahead of 32.
+    # program (4x the programs) as the best or within 4%, 23-28% less time than 32.
     few = input.numel() // input.shape[-1] <= DECODE_ROWS
     block_g = max(1, min(next_pow2(n_groups), (_TILE // 4 if few else _TILE) // block_k))
     grid = (triton.cdiv(n_groups, block_g),)
@@ -225,7 +225,7 @@ def _triton_per_token(input: torch.Tensor, output_q: torch.Tensor,
     n_rows, n_cols = input.shape
     if n_rows <= DECODE_ROWS:
         # Measured on an H200 (rows of 4096/8192, 1-32 rows): one whole row a program
-        # and 8 warps are the best, 1.6-4x ahead of the prefill layout below, which
+        # and 8 warps are the best, 1.6-4x faster than the prefill layout below, which
         # leaves 1-8 programs for the whole GPU at these sizes.
         block_n, block_m = min(next_pow2(n_cols), 2 * _TILE), 1
         num_warps = max(1, min(8, block_n // 512))

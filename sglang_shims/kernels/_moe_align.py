@@ -37,8 +37,10 @@ top-8 of 128 experts took 7.9 us against sgl-kernel's 4.5 us).  One program does
 work serially, so it only pays while the input is small.  Compiled and timed on the
 H200 on 2026-12-02 (top-8 of 128 experts, block 64, CUDA-graph replay): 4.0 us against
 7.4 us for the three launches at 8 routed tokens, 8.5 against 9.8 us at 64, but 24.2
-against 12.6 us at 256 -- so ``_ONE_LAUNCH_MAX_ENTRIES`` is 64 (8 decode tokens at
-top-8).  The other limits: 1024 buckets covers 512-expert models (Qwen3-Next) and keeps
+against 12.6 us at 256; a later run timed the one launch at 4.4 us at 8 and 11.4 us at
+64.  So 64 is about where it stops paying, and ``_ONE_LAUNCH_MAX_ENTRIES`` is 32 (4
+decode tokens at top-8; between 8 and 64 entries, unmeasured, the time grows with the
+entries).  The other limits: 1024 buckets covers 512-expert models (Qwen3-Next) and keeps
 the one-hot tiles at no fewer than 8 tokens a step; 65536 slots caps the fill that one
 program writes alone at 256 KiB.  The tests raise the entry limit to ``_ONE_LAUNCH_ON``
 (1024) to check the path on larger inputs too; so does ``benchmarks/kernels.py
@@ -61,7 +63,7 @@ _MAX_TRITON_BUCKETS = 4096
 _TILE = 8192  # one-hot tile elements a program holds at once
 # The single-program path (see the module docstring; its speed is unmeasured).
 _ONE_LAUNCH_ON = 1024  # routed tokens the path is tested up to (the tests' limit)
-_ONE_LAUNCH_MAX_ENTRIES = 64  # where it pays (H200, see above); 0 turns it off
+_ONE_LAUNCH_MAX_ENTRIES = 32  # where it pays (H200, see above); 0 turns it off
 _ONE_LAUNCH_MAX_BUCKETS = 1024
 _ONE_LAUNCH_MAX_FILL = 65536  # sorted_token_ids slots, when pad_sorted_token_ids asks
 _ONE_LAUNCH_WARPS = 8  # one program: more threads per program is its only parallelism
@@ -269,7 +271,7 @@ def sum_into(input: torch.Tensor, output: torch.Tensor, scale: float | None) -> 
     tokens, topk, hidden = x.shape
     # Measured on an H200 (top-8, hidden 4096/8192): 1024 columns and 4 warps a program
     # at prefill sizes; at 1-32 tokens 512 columns and 8 warps are the best or within 4%,
-    # 15-25% ahead of that (twice the programs; the top-k loop is short either way).
+    # 8-22% less time than that (twice the programs; the top-k loop is short either way).
     block_h = min(next_pow2(hidden), 512 if tokens <= DECODE_ROWS else 1024)
     warps = 8 if tokens <= DECODE_ROWS and block_h == 512 else 4
     grid = (tokens, triton.cdiv(hidden, block_h))

@@ -168,7 +168,7 @@ def _norm_triton(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | No
     # Measured on an H200 (bf16).  Prefill (4096/16384 rows of 4096/8192): 8 warps a row
     # is within 1% of the best for the plain norm; the fused one gains ~2% from up to 32.
     # Decode (1-32 rows of 4096/8192): a warp per 256 values, up to 32, is the best or
-    # within 3% for all four norms, 8-15% ahead of the prefill setting at 8192 wide;
+    # within 3% for all four norms, 7-15% less time than the prefill setting at 8192 wide;
     # measured at those widths only, so narrower rows keep the prefill setting.
     if n_rows <= DECODE_ROWS and block_n >= 4096:
         num_warps = min(32, block_m * block_n // 256)
