@@ -61,7 +61,7 @@ __all__ = ["moe_align_block_size", "moe_sum", "moe_sum_reduce"]
 
 _MAX_TRITON_BUCKETS = 4096
 _TILE = 8192  # one-hot tile elements a program holds at once
-# The single-program path (see the module docstring; its speed is unmeasured).
+# The single-program path (see the module docstring for the H200 timings behind the limit).
 _ONE_LAUNCH_ON = 1024  # routed tokens the path is tested up to (the tests' limit)
 _ONE_LAUNCH_MAX_ENTRIES = 32  # where it pays (H200, see above); 0 turns it off
 _ONE_LAUNCH_MAX_BUCKETS = 1024
@@ -269,9 +269,9 @@ def sum_into(input: torch.Tensor, output: torch.Tensor, scale: float | None) -> 
     x = input if input.stride(2) == 1 else input.contiguous()
     out = output if output.stride(1) == 1 else torch.empty_like(output)
     tokens, topk, hidden = x.shape
-    # Measured on an H200 (top-8, hidden 4096/8192): 1024 columns and 4 warps a program
-    # at prefill sizes; at 1-32 tokens 512 columns and 8 warps are the best or within 4%,
-    # 8-22% less time than that (twice the programs; the top-k loop is short either way).
+    # 1024 columns and 4 warps a program (0.98-0.99x the AOT kernel at 4096-16384 tokens
+    # on an H200); at 1-32 tokens (top-8, hidden 4096/8192) 512 columns and 8 warps are
+    # the best or within 4%, 8-22% less time (twice the programs; the top-k loop is short).
     block_h = min(next_pow2(hidden), 512 if tokens <= DECODE_ROWS else 1024)
     warps = 8 if tokens <= DECODE_ROWS and block_h == 512 else 4
     grid = (tokens, triton.cdiv(hidden, block_h))
