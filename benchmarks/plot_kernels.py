@@ -21,7 +21,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-DECODE_MAX_TOKENS = 32  # a launch of <= 32 tokens is a decode step in the benchmark's shapes
+# the wrappers' own line between decode- and prefill-sized launch configurations
+from sglang_shims.kernels._common import DECODE_ROWS
+
 GOAL = 0.95  # issue 11's goal: every op at every size >= 0.95x the AOT kernel
 COLOURS = {"decode": "#1f6fb4", "prefill": "#e8710a"}
 ROW_H, TOP, LABEL_CHAR_W, RIGHT_W, WIDTH = 22, 96, 6.6, 210, 1100
@@ -39,7 +41,7 @@ class Cell:
     @property
     def phase(self) -> str:
         """Decode or prefill, by token count: the two regimes are tuned separately."""
-        return "decode" if self.tokens <= DECODE_MAX_TOKENS else "prefill"
+        return "decode" if self.tokens <= DECODE_ROWS else "prefill"
 
 
 def _cells(line: str) -> list[str]:
@@ -201,8 +203,8 @@ def svg(title: str, cells: list[Cell]) -> str:
     legend_y = bottom + 60
     for j, phase in enumerate(("decode", "prefill")):
         x = left + 190 * j
-        words = (f"decode (<= {DECODE_MAX_TOKENS} tokens)" if phase == "decode"
-                 else f"prefill (> {DECODE_MAX_TOKENS} tokens)")
+        words = (f"decode (<= {DECODE_ROWS} tokens)" if phase == "decode"
+                 else f"prefill (> {DECODE_ROWS} tokens)")
         out.append(f'<circle class="legend" cx="{_num(x)}" cy="{legend_y - 4}" r="4" '
                    f'fill="{COLOURS[phase]}"/>')
         out.append(_text(x + 10, legend_y, words))

@@ -194,9 +194,9 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
     ids = topk_ids if topk_ids.is_contiguous() else topk_ids.contiguous()
     numel = ids.numel()
     block_e = next_pow2(n_buckets)
+    rows = max(1, _TILE // block_e)  # expert_ids entries written per step
     if one_launch(numel, n_buckets, sorted_token_ids.numel(), pad):
         block_t = min(_TILE // block_e, max(16, next_pow2(numel)))
-        rows = max(1, _TILE // block_e)
         key = ("moe_align_one", ids.dtype, block_t, block_e, pad, ignore_invalid)
         launch(key, lambda: k.align_one_launch_kernel[(1,)](
             ids, sorted_token_ids, experts_ids, num_tokens_post_pad, cumsum_buffer, numel,
@@ -209,7 +209,6 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
     counts = torch.empty(n_chunks * block_e, dtype=torch.int32, device=ids.device)
     n_sorted = sorted_token_ids.numel()
     fill = triton.cdiv(n_sorted, n_chunks)
-    rows = max(1, _TILE // block_e)
     common = (ids.dtype, block_t, block_e, ignore_invalid)
     launch(("moe_align_count", pad, *common), lambda: k.align_count_kernel[(n_chunks,)](
         ids, counts, sorted_token_ids, numel, n_buckets, n_sorted, fill,
