@@ -80,7 +80,8 @@ def owner(path: Path) -> int:
 def launch(arena: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``python -m sglang_shims.launch script.py`` as root, with ``arena/tmp`` as TMPDIR."""
     script = arena / "script.py"
-    script.write_text("import os\nprint(os.getpid())\n")
+    script.write_text("import os, pathlib\nprint(os.getpid())\n"
+                      f"pathlib.Path({str(arena / 'ran')!r}).write_text('')\n")
     full = clean_env(PYTHONPATH=str(REPO), TMPDIR=str(arena / "tmp"), **env)
     return subprocess.run([sys.executable, "-m", "sglang_shims.launch", *args, str(script)],
                           env=full, capture_output=True, text=True, timeout=120, check=False)
@@ -208,9 +209,11 @@ def test_report_is_never_written_through_a_planted_link(arena: Path, whose: str,
     assert stat.S_ISREG(written.lstat().st_mode) and not (own / f".{pid}.json.tmp").exists()
 
 
-def test_a_process_refuses_a_shared_report_dir_and_keeps_running(arena: Path) -> None:
-    """The same through a real process: SGLANG_SHIMS_REPORT_DIR names a folder the
-    other user made; one warning, exit 0, nothing written there."""
+def test_a_shared_report_dir_stops_the_launcher_not_a_process(arena: Path) -> None:
+    """The same through real processes: the report folder names a folder the other user
+    made.  The launcher, told so on its command line, stops before running anything
+    (exit 2, the reason, nothing written); a process that only inherits the setting
+    warns once and keeps running."""
     shared = arena / "tmp" / "theirs"
 
     def plant() -> None:
@@ -219,9 +222,15 @@ def test_a_process_refuses_a_shared_report_dir_and_keeps_running(arena: Path) ->
 
     as_other(plant)
     result = launch(arena, "--report-dir", str(shared))
-    assert result.returncode == 0, result.stderr
-    assert f"cannot write the report to {shared}" in result.stderr
-    assert "owned by uid 65534" in result.stderr
+    assert result.returncode == 2, result.stderr
+    assert f"cannot keep process reports in {shared}" in result.stderr
+    assert "owned by uid 65534" in result.stderr and "Traceback" not in result.stderr
+    assert not (arena / "ran").exists()
+    proc = run_python("import sglang_shims; sglang_shims.install(); print('still running')",
+                      env={"SGLANG_SHIMS_REPORT_DIR": str(shared), "TMPDIR": str(arena / "tmp")})
+    assert proc.returncode == 0 and "still running" in proc.stdout, proc.stderr
+    assert f"cannot write the report to {shared}" in proc.stderr
+    assert "owned by uid 65534" in proc.stderr
     assert list(shared.iterdir()) == []
 
 
