@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -396,6 +397,14 @@ def refused_cases(arena: Path) -> tuple[list[Path], dict[str, str], dict[str, st
     os.chown(folder, 0, OTHER)
     folder.chmod(0o775)
     refused["i-group-folder"] = "i-group-folder is group-writable (gid 65534)"
+    code = patch_folder(sp / "I2", "i-group-code", evil) / "patch.py"
+    os.chown(code, 0, OTHER)
+    code.chmod(0o664)
+    refused["i-group-code"] = "patch.py is group-writable (gid 65534)"
+    manifest = patch_folder(sp / "I3", "i-group-manifest", evil) / "manifest.toml"
+    os.chown(manifest, 0, OTHER)
+    manifest.chmod(0o664)
+    refused["i-group-manifest"] = "manifest.toml is group-writable (gid 65534)"
     os.chown(patch_folder(sp / "J", "j-their-code", evil) / "patch.py", OTHER, OTHER)
     refused["j-their-code"] = "patch.py is owned by uid 65534"
     (sp / "K").mkdir()
@@ -510,3 +519,25 @@ def test_wheel_cache_follows_xdg_and_refuses_a_folder_another_user_owns(
     monkeypatch.setenv("SGLANG_SHIMS_WHEEL_CACHE", str(theirs))
     with pytest.raises(RuntimeError, match="owned by uid 65534"):
         wheels.cache_dir()
+
+
+@pytest.mark.parametrize("mode", [0o620, 0o602])
+def test_a_report_or_lock_file_others_may_write_is_refused(tmp_path: Path, mode: int) -> None:
+    """What we read back (a report) or lock with (a lock file) must be ours alone: a
+    file in our own folder that another group or everyone may write is refused like a
+    foreign one, by the reader and by the lock."""
+    folder = tmp_path / "ours"
+    folder.mkdir(mode=0o700)
+    report = folder / "123.json"
+    report.write_text("{}")
+    os.chown(report, 0, OTHER)
+    report.chmod(mode)
+    kind = re.escape("group-writable (gid 65534)" if mode & 0o020 else "world-writable")
+    with pytest.raises(_trust.NotPrivate, match=kind):
+        _trust.read_file(report)
+    lock = folder / "x.lock"
+    lock.write_text("")
+    os.chown(lock, 0, OTHER)
+    lock.chmod(mode)
+    with pytest.raises(_trust.NotPrivate, match=kind):
+        os.close(_trust.open_lock(folder, "x.lock"))
