@@ -92,13 +92,16 @@ STAND_IN_GATES = {
 # END GENERATED WATCH TABLE
 
 OFF = frozenset({"0", "false", "off", "no"})
-LISTENER = "sglang_shims.engine:on_loader_event"
+LISTENER = "sglang_shims.engine.process:on_loader_event"
 """``module:function`` that receives every loader event (``BOOT, name, phase, module, exc``).
 
 Named, not imported: this module must not import the engine, and a test may point it at
 a recorder."""
 PTH_MARK = "sglang_shims_pth"
 """Attribute of the ``.pth`` line's first-stage finder, so that it can be recognised."""
+FINDER_MARK = "_sglang_shims_finder"
+"""Class attribute (``True``) of our own ``sys.meta_path`` finders (:class:`Watcher` and the
+start-up failure's complainer): code that asks the finders where a module lives skips them."""
 
 
 def env(name: str, environ: "dict[str, str] | os._Environ[str] | None" = None) -> "str | None":
@@ -155,6 +158,8 @@ class Watcher:
     ``.dist-info`` folder names (``_versions.gates_pass``): importing
     ``importlib.metadata`` or ``packaging`` here would break the deadlock rule above.
     """
+
+    _sglang_shims_finder = True  # FINDER_MARK
 
     def __init__(self, names: "set[str]", stand_ins: "set[str] | None" = None) -> None:
         self.names = set(names)
@@ -526,6 +531,8 @@ def _complain_later(problem: str) -> None:
     roots = {target.partition(".")[0] for target in TARGETS.values()}
 
     class Complainer:
+        _sglang_shims_finder = True  # FINDER_MARK
+
         def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
             if fullname in roots:
                 _complain_once(f"start-up hook failed ({problem})")

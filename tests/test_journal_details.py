@@ -6,6 +6,7 @@ from __future__ import annotations
 import types
 
 from sglang_shims.catalog.manifest import load_text
+from sglang_shims.engine import journal
 from sglang_shims.engine.journal import PatchContext, restore, snapshot
 
 from .conftest import manifest_text
@@ -25,8 +26,8 @@ def test_change_labels_name_modules_and_classes() -> None:
     ctx = PatchContext(MANIFEST, module, {})
     ctx.setattr(module, "value", 2)
     ctx.setattr(Outer.Inner, "value", 2)
-    assert ctx.changes == ["setattr details_mod.value", "setattr Outer.Inner.value"]
-    assert ctx.undo() == []
+    assert journal.changes(ctx) == ["setattr details_mod.value", "setattr Outer.Inner.value"]
+    assert journal.undo(ctx) == []
     assert Outer.Inner.value == 1 and module.value == 1  # type: ignore[attr-defined]
 
 

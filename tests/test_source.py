@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sglang_shims import _bootstrap
 from sglang_shims.catalog.manifest import Fingerprint
 from sglang_shims.engine import source as _source
 
@@ -134,6 +135,35 @@ def test_locate_through_other_meta_path_finder(tmp_path: Path) -> None:
         print(_source.locate("edpkg.sub.mod"))
         """, activate=False)
     assert result.stdout.strip() == str(tmp_path / "hidden/edpkg/sub/mod.py"), result.stderr
+
+
+def test_locate_skips_our_finders_by_their_mark(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our own finders carry a mark and are not asked where a module lives; someone else's
+    finder that happens to share a class name with one of ours is asked."""
+    import importlib.util
+
+    write_package(tmp_path, {"markpkg/__init__.py": ""})
+    asked: list[str] = []
+
+    class Ours:
+        def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+            asked.append(name)
+
+    setattr(Ours, _bootstrap.FINDER_MARK, True)
+
+    class Watcher:
+        def find_spec(self, name: str, path: object = None,
+                      target: object = None) -> importlib.machinery.ModuleSpec | None:
+            return importlib.util.spec_from_file_location(
+                name, tmp_path / "markpkg/__init__.py",
+                submodule_search_locations=[str(tmp_path / "markpkg")])
+
+    monkeypatch.setattr(sys, "meta_path", [Ours(), Watcher(), *sys.meta_path])
+    assert _source.locate("markpkg") == tmp_path / "markpkg/__init__.py" and asked == []
+    _bootstrap._complain_later("a test")  # puts its complainer first on sys.meta_path
+    assert getattr(type(sys.meta_path[0]), _bootstrap.FINDER_MARK) is True
+    assert getattr(_bootstrap.Watcher, _bootstrap.FINDER_MARK) is True
 
 
 def test_loaded_module_uses_its_file() -> None:

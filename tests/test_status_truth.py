@@ -232,10 +232,10 @@ def test_helper_process_is_labelled_not_counted(setup: tuple[Path, Path],
     boot = "import sglang_shims._bootstrap as b; b.activate('test')"
     for code in ("from multiprocessing.resource_tracker import main\n" + boot,
                  boot + "\nimport shimtarget.mod"):
-        proc = subprocess.run([sys.executable, "-S", "-c", code + "\nimport sglang_shims;"
-                               " sglang_shims.status()\nimport sglang_shims.engine as e;"
-                               " e.get().write_report()"], env=env, capture_output=True,
-                              text=True, timeout=120, check=False)
+        report = ("\nimport sglang_shims; sglang_shims.status()\n"
+                  "from sglang_shims.engine import process; process.write_report(process.get())")
+        proc = subprocess.run([sys.executable, "-S", "-c", code + report], env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr
     result = cli("status", "--report-dir", str(reports))
     assert "(1 processes, and 1 multiprocessing helpers not counted)" in result.stdout

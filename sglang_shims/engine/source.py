@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from .._bootstrap import FINDER_MARK
 from ..catalog.manifest import Fingerprint
 
 
@@ -57,8 +58,8 @@ def locate(module: str, search_path: list[Path] | None = None) -> Path | None:
         return Path(origin)
     spec = None
     for finder in list(sys.meta_path):
-        if type(finder).__name__ in ("Watcher", "Complainer"):
-            continue
+        if getattr(type(finder), FINDER_MARK, False):
+            continue  # ours: they only wrap, or complain about, what the others find
         find = getattr(finder, "find_spec", None)
         if find is None:
             continue

@@ -233,6 +233,7 @@ def _sglang_version(ctx: PatchContext) -> str | None:
 def _write_report() -> None:
     """The report on disk was written when the patch applied; the verdict came later.
     Only the engine that applied the patch writes (none in a unit test: nothing to do)."""
-    engine = getattr(sys.modules.get("sglang_shims.engine"), "_engine", None)
+    process = sys.modules.get("sglang_shims.engine.process")
+    engine = process.current() if process is not None else None
     if engine is not None:
-        engine.write_report()
+        engine.changed()

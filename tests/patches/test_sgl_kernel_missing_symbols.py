@@ -26,6 +26,7 @@ import pytest
 from packaging.version import Version
 
 from sglang_shims.catalog.manifest import load_text
+from sglang_shims.engine import journal
 from sglang_shims.engine.journal import PatchContext, Retired
 from sglang_shims.kernels import symbols
 from sglang_shims.testing import standin, wheels
@@ -159,7 +160,7 @@ def test_apply_supplies_and_explains() -> None:
                  "sglang 0.4.6 imports it", "0.0.4.post3-0.4.6.post1",
                  "pip install 'sgl-kernel==0.0.9.post2'"):
         assert fact in text, (fact, text)
-    ctx.undo()
+    journal.undo(ctx)
     assert not hasattr(module, "awq_dequantize")
 
 
@@ -260,7 +261,7 @@ def test_a_name_imported_guarded_and_unguarded(monkeypatch: pytest.MonkeyPatch) 
     # a name no one supplies is still missing for everybody
     with pytest.raises(AttributeError):
         module.no_such_kernel_name  # noqa: B018
-    ctx.undo()
+    journal.undo(ctx)
     assert "__getattr__" not in vars(module)
 
 
