@@ -50,9 +50,14 @@ def _runs_at_import(tree: ast.Module) -> list[ast.stmt]:
 
 
 def _every_statement(tree: ast.Module) -> list[ast.stmt]:
-    """Every statement of a module, function bodies included: an import a function runs
-    later is still a dependency of the design."""
-    return [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
+    """Every statement of a module that can run, function bodies included: an import a
+    function runs later is still a dependency of the design.  What sits under
+    ``if TYPE_CHECKING`` never runs (a type named in an annotation couples nothing)."""
+    skipped = {id(n) for node in ast.walk(tree)
+               if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+               for stmt in node.body for n in ast.walk(stmt)}
+    return [node for node in ast.walk(tree)
+            if isinstance(node, ast.stmt) and id(node) not in skipped]
 
 
 def import_graph(read: Callable[[ast.Module], list[ast.stmt]] = _runs_at_import,
