@@ -228,7 +228,7 @@ FP8_GROUP = 128
 
 def align_case(M: Any, tokens: int, g: torch.Generator) -> Case:
     """``moe_align_block_size`` as sglang calls it: ``EXPERTS + 1`` buckets, padding fill."""
-    from sglang_shims.kernels._moe_align import moe_align_torch
+    from sglang_shims.kernels.ops.moe_align import moe_align_torch
 
     ids = torch.randint(0, EXPERTS, (tokens, TOPK), generator=g, device="cuda",
                         dtype=torch.int32)
@@ -621,11 +621,11 @@ def main() -> int:
                              "routed tokens (shipped on up to 32, where it measured faster)")
     args = parser.parse_args()
     if args.moe_align_one_launch:
-        from sglang_shims.kernels import _moe_align
+        from sglang_shims.kernels.ops.moe_align import launch
 
-        _moe_align._ONE_LAUNCH_MAX_ENTRIES = _moe_align._ONE_LAUNCH_ON
+        launch.ONE_LAUNCH_MAX_ENTRIES = launch.ONE_LAUNCH_ON
         print("moe_align_block_size: single-program path on up to "
-              f"{_moe_align._ONE_LAUNCH_ON} routed tokens")
+              f"{launch.ONE_LAUNCH_ON} routed tokens")
     if not torch.cuda.is_available():
         print("benchmarks/kernels.py needs a CUDA GPU", file=sys.stderr)
         return 2

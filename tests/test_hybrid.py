@@ -29,7 +29,7 @@ from sglang_shims.catalog.manifest import load_text
 from sglang_shims.engine import journal
 from sglang_shims.engine.journal import PatchContext
 from sglang_shims.engine.proxy import OptionalSymbol
-from sglang_shims.kernels import symbols
+from sglang_shims.kernels.surface import symbols
 from sglang_shims.testing import standin
 
 from .conftest import IMPORT_EACH, REPO, need, run_python
@@ -249,7 +249,7 @@ def test_adapter_calls_the_real_kernel_where_exact() -> None:
     rope(pos, q, k, head, cache, is_neox=True)
     assert seen == [], "the adapter must call the kernel's function it was built with"
 
-    from sglang_shims.kernels import hybrid
+    from sglang_shims.kernels.serving import hybrid
 
     calls: list[tuple[Any, ...]] = []
     adapter = hybrid.rope_adapter(lambda *a: calls.append(a), _never)

@@ -23,7 +23,7 @@ from sglang_shims.catalog.manifest import load_text
 from sglang_shims.engine import journal
 from sglang_shims.engine.journal import PatchContext
 from sglang_shims.engine.proxy import OptionalSymbol
-from sglang_shims.kernels import model_ops, serving_model
+from sglang_shims.kernels.serving import model_ops, serving_model
 
 from .conftest import manifest_text, run_python
 
@@ -288,7 +288,7 @@ def test_hook_when_the_module_is_importing_up_the_stack(ctx: PatchContext, fake_
     """What sglang does: its model_config imports layers that import sgl_kernel, so the
     patch applies while model_config's body runs, before ModelConfig exists."""
     inside = textwrap.dedent("""
-        from sglang_shims.kernels import serving_model
+        from sglang_shims.kernels.serving import serving_model
         serving_model.observe_models(sys.modules["tests.test_serving_model"].CTX)
     """)
     (fake_sglang / "model_config.py").write_text(FAKE_MODULE.format(inside=inside))
@@ -317,7 +317,8 @@ def test_a_failing_import_is_stock_and_a_retry_is_judged(ctx: PatchContext, fake
     with pytest.raises(RuntimeError, match="first try") as info:
         importlib.import_module(serving_model.MODULE)
     frames = [str(f.path) for f in info.traceback]
-    assert not any(f.endswith(("kernels/serving_model.py", "journal.py")) for f in frames), frames
+    assert not any(f.endswith(("kernels/serving/serving_model.py", "journal.py"))
+                   for f in frames), frames
     path.write_text(FAKE_MODULE.format(inside=""))
     importlib.invalidate_caches()
     assert list(judged(ctx)) == ["/m/dense"]
@@ -379,7 +380,7 @@ def test_waiting_for_model_config_imports_nothing() -> None:
         from sglang_shims.engine.journal import PatchContext
         manifest = load_text(TEXT, "t")
         before = set(sys.modules)
-        from sglang_shims.kernels import serving_model
+        from sglang_shims.kernels.serving import serving_model
         ctx = PatchContext(manifest, types.ModuleType("demo_kernel"), {})
         finders = len(sys.meta_path)
         serving_model.observe_models(ctx)
@@ -392,5 +393,6 @@ def test_waiting_for_model_config_imports_nothing() -> None:
     assert isinstance(data, dict)
     # no op tables, no wrapt; importlib's own modules are loaded by whoever asks first
     assert [m for m in data["new"] if m.partition(".")[0] != "importlib"] == [
-        "sglang_shims.kernels", "sglang_shims.kernels.serving_model"]
+        "sglang_shims.kernels", "sglang_shims.kernels.serving",
+        "sglang_shims.kernels.serving.serving_model"]
     assert data["finders"] == 1

@@ -45,6 +45,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from sglang_shims.kernels.surface import exports
 from sglang_shims.testing import standin, wheels
 
 from ..conftest import ACTIVATE, FAKE_CUDA, REPO, SITE_PACKAGES, clean_env
@@ -390,10 +391,11 @@ def harness() -> str:
     for text in (PROBE.read_text(encoding="utf-8"), FAKE_CUDA, ACTIVATE, SITE_PTH):
         digest.update(text.encode())
     kernels = repo / "sglang_shims" / "kernels"
-    for path in (Path(standin.__file__), kernels / "_provider.py",
-                 kernels / "data" / "sgl_kernel_exports.json",
+    for path in (Path(standin.__file__), kernels / "standin" / "provider.py",
+                 kernels / "surface" / "exports.py",
                  repo / "sglang_shims" / "testing" / "wheels.py"):
         digest.update(path.read_bytes())
+    digest.update(json.dumps(exports.surfaces(), sort_keys=True).encode())
     return digest.hexdigest()[:12]
 
 

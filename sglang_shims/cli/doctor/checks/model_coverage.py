@@ -3,7 +3,7 @@
 Why: with ``sgl-kernel`` unusable, the Triton fallback serves ``sgl_kernel``; a model
 whose forward reaches an op the fallback lacks starts and then fails on its first
 request.  Said here from the model's ``config.json`` (read, never executed), using
-:func:`sglang_shims.kernels.model_ops.ops_for_config`.
+:func:`sglang_shims.kernels.serving.model_ops.ops_for_config`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ MAX_CONFIG = 1 << 20  # a config.json is a few KiB; refuse to read anything huge
 def check_model(model_path: str) -> list[Finding]:
     """One finding for the model at ``model_path`` (a folder with ``config.json``, or the
     file itself); a warning when it cannot be read or reaches ops the fallback lacks."""
-    from ....kernels.model_ops import ops_for_config
+    from ....kernels.serving.model_ops import ops_for_config
 
     try:
         config = _read_config(Path(model_path))
