@@ -321,3 +321,35 @@ def test_the_public_api_is_documented(folder: str) -> None:
                         and ast.get_docstring(d) is None:
                     missing.append(f"{path.name}:{d.name}")
     assert not missing, missing
+
+
+class _Device:
+    def __init__(self, index: int | None) -> None:
+        self.index = index
+
+
+class _Tensor:
+    def __init__(self, cuda: bool, index: int | None = 0) -> None:
+        self.is_cuda, self.device = cuda, _Device(index)
+
+
+@pytest.mark.parametrize(("shipped", "cuda", "capable", "asked", "expected"), [
+    (False, True, True, None, False),   # not shipped: never, whatever is asked
+    (False, True, True, True, False),
+    (True, True, True, None, True),     # None: where the GPU has it
+    (True, True, False, None, False),   # compute capability below 9.0
+    (True, True, False, True, False),   # asked for on a GPU without it: ignored
+    (True, True, True, False, False),   # asked not to
+    (True, False, True, True, False),   # CPU tensors
+])
+def test_programmatic_dependent_launch_decision(monkeypatch: pytest.MonkeyPatch, shipped: bool,
+                                                cuda: bool, capable: bool, asked: bool | None,
+                                                expected: bool) -> None:
+    from sglang_shims.kernels import runtime
+
+    monkeypatch.setattr(runtime, "PDL_SHIPPED", shipped)
+    monkeypatch.setattr(runtime, "_pdl_device", lambda index: capable)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert runtime.use_pdl(_Tensor(cuda), asked) is expected  # type: ignore[arg-type]
+    assert runtime.pdl_options(expected) == (
+        {"USE_PDL": True, "launch_pdl": True} if expected else {})

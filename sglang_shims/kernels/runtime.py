@@ -58,6 +58,41 @@ def use_triton(t: torch.Tensor) -> bool:
     return (t.is_cuda or interpret_mode()) and triton_available()
 
 
+PDL_SHIPPED = False
+"""Whether any launch uses PDL.  Off: the PDL path compiles (checked for every
+architecture) but has not been timed or run on a GPU yet; ``benchmarks/kernels.py
+--pdl-ours`` switches it on for a measurement."""
+
+
+def use_pdl(t: torch.Tensor, enable_pdl: bool | None = None) -> bool:
+    """Whether a kernel on ``t`` launches with programmatic dependent launch (PDL).
+
+    PDL lets a kernel be launched while the one before it in the stream is still running;
+    the kernel waits (``gdc_wait``) before it touches memory, so only the launch latency
+    is hidden, never a result.  It needs compute capability 9.0 or newer.  ``enable_pdl``
+    is the op's own argument, read as sgl-kernel reads it: ``None`` means "if the device
+    supports it", ``False`` never; ``True`` on an older GPU cannot be honoured and is
+    ignored, as the interpreter (CPU) ignores it.
+    """
+    if not PDL_SHIPPED or enable_pdl is False or not t.is_cuda or interpret_mode():
+        return False
+    return _pdl_device(t.device.index if t.device.index is not None else -1)
+
+
+def pdl_options(on: bool) -> dict[str, bool]:
+    """The kernel argument and the launch option that go together for PDL (none when off:
+    a kernel compiled without it is the one every GPU and the interpreter run)."""
+    return {"USE_PDL": True, "launch_pdl": True} if on else {}
+
+
+@cache
+def _pdl_device(index: int) -> bool:
+    import torch
+
+    major, _minor = torch.cuda.get_device_capability(None if index < 0 else index)
+    return major >= 9
+
+
 def cdiv(a: int, b: int) -> int:
     """``ceil(a / b)`` for positive ``b``, as ``triton.cdiv`` (the launch rules compute grids
     without importing Triton)."""

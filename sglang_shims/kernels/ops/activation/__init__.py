@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...compile_lock import launch_kernel, sizes
-from ...runtime import rows_2d, use_triton
+from ...runtime import pdl_options, rows_2d, use_pdl, use_triton
 from . import launch
 
 if TYPE_CHECKING:
@@ -108,8 +108,10 @@ def _triton(out: torch.Tensor, x: torch.Tensor, act: int, d: int) -> None:
         target, o2 = out, out.new_empty(out.shape).view(-1, d)
     n_rows = x2.shape[0]
     cfg = launch.config(n_rows, d)
-    key = ("act_and_mul", act, x2.dtype, o2.dtype, cfg["BLOCK"], cfg["num_warps"], sizes(d))
+    pdl = use_pdl(x2)
+    key = ("act_and_mul", act, x2.dtype, o2.dtype, cfg["BLOCK"], cfg["num_warps"], sizes(d),
+           pdl)
     launch_kernel(key, act_and_mul_kernel, launch.grid(n_rows, d, cfg),
-                  x2, o2, d, x2.stride(0), o2.stride(0), ACT=act, **cfg)
+                  x2, o2, d, x2.stride(0), o2.stride(0), ACT=act, **cfg, **pdl_options(pdl))
     if target is not None:
         target.copy_(o2.view(target.shape))

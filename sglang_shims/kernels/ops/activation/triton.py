@@ -47,8 +47,12 @@ def act_and_mul_kernel(
     stride_x, stride_out,
     ACT: tl.constexpr,
     BLOCK: tl.constexpr,
+    USE_PDL: tl.constexpr = False,
 ):
     """out[r, c] = act(x[r, c]) * x[r, d + c] for c in this program's block."""
+    if USE_PDL:  # launched early (PDL): wait for the kernel before, let the next one launch
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     ok = cols < d

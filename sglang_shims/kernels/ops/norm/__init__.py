@@ -15,8 +15,10 @@ Accepted beyond sgl-kernel (which takes 2-D fp16/bf16 rows with unit column stri
 and a weight of the input's dtype): any rank (leading dimensions are flattened), any
 row stride, fp32 tensors, a weight of another float dtype, and tensors whose columns
 are strided (worked on through a contiguous copy, written back in place).
-``enable_pdl`` is accepted and ignored: Triton launches here don't use programmatic
-dependent launch.
+``enable_pdl`` is read as sgl-kernel reads it (``None``: on where the GPU supports
+programmatic dependent launch, compute capability 9.0+): the kernel is then launched while
+the one before it still runs and waits for it before touching memory, which hides the
+launch latency a decode step pays per kernel.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...compile_lock import launch_kernel
-from ...runtime import rows_2d, use_triton
+from ...runtime import pdl_options, rows_2d, use_pdl, use_triton
 from . import launch
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ def rmsnorm(
 
     if out is None:
         out = torch.empty_like(input)
-    norm_into(out, input, None, weight, eps, 0.0)
+    norm_into(out, input, None, weight, eps, 0.0, enable_pdl)
     return out
 
 
@@ -57,7 +59,7 @@ def fused_add_rmsnorm(
     enable_pdl: bool | None = None,
 ) -> None:
     """In place: ``residual += input``; ``input = residual / rms(residual) * weight``."""
-    norm_into(input, input, residual, weight, eps, 0.0)
+    norm_into(input, input, residual, weight, eps, 0.0, enable_pdl)
 
 
 def gemma_rmsnorm(
@@ -72,7 +74,7 @@ def gemma_rmsnorm(
 
     if out is None:
         out = torch.empty_like(input)
-    norm_into(out, input, None, weight, eps, 1.0)
+    norm_into(out, input, None, weight, eps, 1.0, enable_pdl)
     return out
 
 
@@ -84,7 +86,7 @@ def gemma_fused_add_rmsnorm(
     enable_pdl: bool | None = None,
 ) -> None:
     """In place: ``residual += input``; ``input = residual / rms(residual) * (1 + weight)``."""
-    norm_into(input, input, residual, weight, eps, 1.0)
+    norm_into(input, input, residual, weight, eps, 1.0, enable_pdl)
 
 
 def _check(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | None,
@@ -106,7 +108,8 @@ def _check(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | None,
 
 
 def norm_into(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | None,
-              weight: torch.Tensor, eps: float, weight_offset: float) -> None:
+              weight: torch.Tensor, eps: float, weight_offset: float,
+              enable_pdl: bool | None = None) -> None:
     """Write the (fused-add) RMSNorm of ``x`` into ``out``; the op-level entry point.
 
     With ``residual``: ``residual`` becomes ``x + residual`` and ``out`` its norm
@@ -116,7 +119,8 @@ def norm_into(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | None,
     if x.numel() == 0:
         return
     if use_triton(x):
-        _norm_triton(out, x, residual, weight, float(eps), weight_offset, hidden)
+        _norm_triton(out, x, residual, weight, float(eps), weight_offset, hidden,
+                     use_pdl(x, enable_pdl))
     else:
         norm_torch(out, x, residual, weight, float(eps), weight_offset)
 
@@ -135,7 +139,8 @@ def norm_torch(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | None
 
 
 def _norm_triton(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | None,
-                 weight: torch.Tensor, eps: float, weight_offset: float, hidden: int) -> None:
+                 weight: torch.Tensor, eps: float, weight_offset: float, hidden: int,
+                 pdl: bool = False) -> None:
     from .triton import rmsnorm_kernel
 
     x2 = rows_2d(x, hidden)
@@ -147,7 +152,7 @@ def _norm_triton(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | No
         xc = x.contiguous().view(-1, hidden)
         rc = None if residual is None else residual.contiguous().view(-1, hidden)
         oc = xc if out is x else out.new_empty(out.shape).view(-1, hidden)
-        _norm_triton(oc, xc, rc, weight, eps, weight_offset, hidden)
+        _norm_triton(oc, xc, rc, weight, eps, weight_offset, hidden, pdl)
         out.copy_(oc.view(out.shape))
         if residual is not None and rc is not None:
             residual.copy_(rc.view(residual.shape))
@@ -160,7 +165,7 @@ def _norm_triton(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | No
     cfg = launch.config(n_rows, hidden, fused=r2 is not None)
     rr = x2 if r2 is None else r2
     key = ("rmsnorm", x2.dtype, o2.dtype, r2 is not None, weight_offset, single,
-           cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"])
+           cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], pdl)
     launch_kernel(key, rmsnorm_kernel, launch.grid(n_rows, cfg),
                   x2, rr, w, o2,
                   n_rows, hidden,
@@ -169,4 +174,4 @@ def _norm_triton(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | No
                   WEIGHT_OFFSET=float(weight_offset),
                   HAS_RESIDUAL=r2 is not None,
                   SINGLE_PASS=single,
-                  **cfg)
+                  **cfg, **pdl_options(pdl))

@@ -32,8 +32,12 @@ def rmsnorm_kernel(
     SINGLE_PASS: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    USE_PDL: tl.constexpr = False,
 ):
     """out = x * rsqrt(mean(x^2) + eps) * (w + WEIGHT_OFFSET), x = input (+ residual)."""
+    if USE_PDL:  # launched early (PDL): wait for the kernel before, let the next one launch
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < n_rows
     rows = rows.to(tl.int64)
