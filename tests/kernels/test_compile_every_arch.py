@@ -1,0 +1,211 @@
+"""Every fallback kernel compiled for every CUDA architecture and held against its limits.
+
+No GPU: ``tools/compile_every_arch.py`` calls the wrappers for each architecture of
+``benchmarks/arch_limits.toml`` (launches recorded, not run), compiles what they choose
+with the installed Triton for that architecture, and checks shared memory, registers and
+threads against the architecture's limits.
+
+What each CI run compiles: per architecture and kernel, the two largest launch shapes
+(tile, then warps, then stages; the option flags set to the heaviest variant) and the
+largest with programmatic dependent launch where the GPU has it (``--sample ci``, about 30
+compiles an architecture).  Why not all: the wrappers choose about 700 launch
+configurations on an sm_90+ GPU (350 below), 2800 compiled variants counting dtypes and
+divisibility -- 6 minutes an architecture on CI's two cores for the configurations alone.
+An architecture runs out of shared memory or registers first at the largest shapes, which
+is what the sample keeps.  The full product (``--sample configs``: every configuration on
+every architecture; ``--sample full``: every variant) runs with the same command and its
+committed result, ``docs/gpus/compile-results.json``, is checked here to be the one the
+current launch rules produce and to fit.  Triton's cache lives in this test's own folder
+in the wheel cache, so a second run mostly reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sglang_shims.testing import wheels
+
+from .._scripts import load_script
+from ..conftest import REPO, clean_env, need, run_python
+
+TOOL = REPO / "tools" / "compile_every_arch.py"
+COMMITTED = REPO / "docs" / "gpus" / "compile-results.json"
+#: Architectures users run sglang on (the issue's reports: T4 ... RTX 50xx, GB10, B200).
+USERS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120", "sm_121")
+
+
+def cache() -> Path:
+    """This test's Triton cache (compiled kernels, keyed by source and options)."""
+    return wheels.cache_dir() / "compile-check"
+
+
+def limits() -> Any:
+    return load_script("tools/gpu_limits.py", "gpu_limits_under_test").load()
+
+
+def _tool(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    env = clean_env()
+    env.pop("TRITON_INTERPRET", None)  # compile for the GPU: the interpreter compiles nothing
+    return subprocess.run([sys.executable, str(TOOL), *args], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="module")
+def ci_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    need("triton")
+    need("torch")
+    out = tmp_path_factory.mktemp("compile-check") / "ci.json"
+    jobs = str(max(1, min(4, os.cpu_count() or 1)))
+    done = _tool("--sample", "ci", "--jobs", jobs, "--cache", str(cache()), "--json", str(out))
+    assert out.exists(), done.stderr[-3000:]
+    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    data["returncode"], data["stdout"] = done.returncode, done.stdout
+    return data
+
+
+def test_limits_have_a_source_for_every_number() -> None:
+    found = limits()
+    assert set(USERS) <= set(found)
+    for name, lim in found.items():
+        assert lim.source and lim.example and lim.sm_count > 0, name
+        assert lim.threads_per_block == 1024 and lim.regs_per_thread == 255, name
+        assert 48 * 1024 <= lim.smem_per_block <= 227 * 1024, name
+    assert found["sm_120"].smem_per_block == found["sm_86"].smem_per_block == 101376
+    assert found["sm_90"].smem_per_block == 232448
+    assert found["sm_75"].smem_per_block == 65536
+
+
+def test_every_user_arch_compiles_and_fits(ci_run: dict[str, Any]) -> None:
+    arches = ci_run["arches"]
+    for name, lim in limits().items():
+        found = arches[name]
+        if not lim.required:
+            continue
+        assert found["supported"], (name, found["reason"])
+        assert not found["failures"], (name, found["failures"])
+        assert not found["over"], (name, found["over"])
+        assert found["compiled"] == found["variants"] > 0, name
+    assert ci_run["returncode"] == 0, ci_run["stdout"]
+
+
+def test_pdl_configurations_compile_where_the_gpu_has_it(ci_run: dict[str, Any]) -> None:
+    """PDL is shipped off, but its configurations are compiled for sm_90+ and only there."""
+    table = ci_run["variants"]
+    for name, lim in limits().items():
+        pdl = [vid for vid in ci_run["resources"][name]
+               if table[vid]["options"].get("launch_pdl")]
+        assert bool(pdl) == (lim.capability >= (9, 0)), name
+
+
+def test_committed_results_are_what_the_rules_choose_today(ci_run: dict[str, Any]) -> None:
+    """The committed full run was made under the launch rules of this tree (a rule that
+    chooses anything else changes the digest: rerun the command it names)."""
+    committed = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    stale = [name for name, found in ci_run["arches"].items()
+             if committed["arches"][name]["configurations"] != found["configurations"]]
+    assert not stale, (f"docs/gpus/compile-results.json is stale for {stale}: run python "
+                       "tools/compile_every_arch.py --sample configs --write, then python "
+                       "tools/gpus_doc.py")
+
+
+def test_committed_results_fit() -> None:
+    committed = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    assert committed["sample"] == "configs"
+    for name, lim in limits().items():
+        found = committed["arches"][name]
+        if lim.required:
+            assert found["supported"] and not found["failures"] and not found["over"], name
+        assert found["compiled"] == found["variants"] or not lim.required, name
+
+
+PLANTED = """
+import json, sys
+sys.path.insert(0, "tools")
+import compile_every_arch
+from sglang_shims.kernels.ops.fp8_gemm import launch
+
+def planted(m, n, *, decode_tiles, dev):
+    # 5 stages of 128 x 128 x 128 fp8 tiles: fits sm_90's 227 KiB, not sm_120's 99 KiB
+    return {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 8,
+            "num_stages": 5}
+
+launch.config = planted
+code = compile_every_arch.main(["--arch", "sm_90", "--arch", "sm_120", "--sample", "ci",
+                                "--jobs", "2", "--cache", sys.argv[1], "--json", sys.argv[2],
+                                "--only", "fp8_blockwise_scaled_mm out=torch.bfloat16 m=4096"])
+print(json.dumps(code))
+"""
+
+
+def test_a_planted_oversized_config_fails_on_sm120(tmp_path: Path) -> None:
+    """A configuration that fits the H200 but not an RTX 50xx fails the check, on sm_120
+    only, naming the kernel and the shared memory it asks for."""
+    need("triton")
+    out = tmp_path / "planted.json"
+    env = {"TRITON_INTERPRET": ""}
+    done = run_python(PLANTED, activate=False, env=env, timeout=900,
+                      args=(str(cache()), str(out)))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.json() == 1  # the command fails
+    arches = json.loads(out.read_text(encoding="utf-8"))["arches"]
+    assert not arches["sm_90"]["over"] and arches["sm_90"]["compiled"] > 0
+    over = arches["sm_120"]["over"]
+    assert over and {o["kernel"] for o in over} == {"fp8_gemm.block_scaled_mm_kernel"}
+    assert all("shared memory" in p and "> 101376 B" in p for o in over for p in o["problems"])
+
+
+CLAIMS = """
+import json, sys
+sys.path.insert(0, "tools")
+import gpu_limits, kernel_launches as kl
+
+limits = gpu_limits.load()["sm_120"]
+classed = kl.model_widths()
+shapes = kl.read_toml(kl.SHAPES)["widths"]
+every = {*shapes["hidden"], *shapes["odd"], *kl.EDGES}
+full = kl.Widths(hidden=tuple(sorted(every)), intermediate=classed.intermediate,
+                 head_dims=tuple(shapes["head_dim"]), routing=classed.routing[:2],
+                 gates=classed.gates[:1], rope=classed.rope[:2], rows=(1, 4096))
+small = kl.Widths(hidden=classed.hidden, intermediate=classed.intermediate,
+                  head_dims=classed.head_dims, routing=full.routing, gates=full.gates,
+                  rope=full.rope, rows=full.rows)
+only = lambda label: label.split()[0] in ("rmsnorm", "moe_sum", "sgl_per_token_quant_fp8")
+ids = lambda widths, dev: sorted(v.id for v in kl.variants(
+    dev, widths, kl.Specialiser(limits.cc), only))
+print(json.dumps({"classes": ids(full, limits.device()) == ids(small, limits.device()),
+                  "sm_count": ids(small, limits.device(36)) == ids(small, limits.device(170)),
+                  "widths": [len(every), len(classed.hidden)]}))
+"""
+
+
+def test_width_classes_and_sm_count_choose_nothing_else() -> None:
+    """The enumeration calls one width per class (next power of two, remainder mod 16):
+    every width of the models adds no variant to that; and the SM count in a Device (a
+    product fact, not an architecture one) changes no compiled kernel."""
+    need("triton")
+    need("torch")
+    done = run_python(CLAIMS, activate=False, env={"TRITON_INTERPRET": ""}, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = done.json()
+    assert isinstance(found, dict)
+    assert found["classes"] and found["sm_count"], found
+    assert found["widths"][0] > found["widths"][1]
+
+
+def test_limits_judge_shared_memory_registers_and_threads() -> None:
+    gl = load_script("tools/gpu_limits.py", "gpu_limits_under_test")
+    sm120 = gl.load()["sm_120"]
+    assert gl.problems(gl.Resources(101376, 64, 1024), sm120) == []
+    assert gl.problems(gl.Resources(101377, 64, 1024), sm120) == [
+        "shared memory 101377 B > 101376 B a block"]
+    assert gl.problems(gl.Resources(0, 65, 1024), sm120) == [
+        "65 registers x 1024 threads = 66560 > 65536 a block"]
+    assert gl.problems(gl.Resources(0, 256, 32), sm120) == ["256 registers a thread > 255"]
+    assert gl.problems(gl.Resources(0, 32, 2048), sm120)[0] == "2048 threads > 1024 a block"
