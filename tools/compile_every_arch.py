@@ -18,16 +18,23 @@ against the GPU's opt-in maximum before a launch) plus any static shared memory;
 static shared memory and local memory (spills, stack) are read from the cubin with the
 ``cuobjdump`` Triton ships (``--dump-resource-usage``).
 
-Run from the repository (the full product: every variant on every architecture; hours on
-two cores, minutes on many; ``--jobs`` processes compile in parallel, and Triton's cache in
+Samples (``--sample``), all from the same enumeration:
+
+* ``full`` -- every distinct variant (dtype and divisibility included): about 2800 on an
+  sm_90+ architecture, 2000 below;
+* ``configs`` -- one variant of every launch configuration (kernel, constexprs, warps,
+  stages, options), the heaviest (:func:`configurations`): about 700 / 570; this is the run
+  whose result is committed (``docs/gpus/compile-results.json``, ``--write``) and shown in
+  docs/gpus.md -- about 1.5 hours on two loaded cores, cold;
+* ``ci`` -- per kernel the two largest launch shapes and the largest with PDL
+  (:func:`largest`): about 30 an architecture, what the CI test compiles every run.
+
+Run from the repository (``--jobs`` processes compile in parallel; Triton's cache in
 ``--cache`` makes a rerun cheap)::
 
-    python tools/compile_every_arch.py --write      # docs/gpus/compile-results.json
-    python tools/compile_every_arch.py --sample ci  # what the CI test compiles
-
-``--sample ci`` compiles, per architecture, one variant of every launch configuration (a
-configuration: kernel, constexprs, warps, stages and options), the one with the widest
-element types and most divisible sizes (see :func:`representatives`).
+    python tools/compile_every_arch.py --sample configs --write
+    python tools/compile_every_arch.py --sample full --json all.json
+    python tools/compile_every_arch.py --sample ci
 """
 
 from __future__ import annotations
@@ -311,7 +318,7 @@ def _summarise(limits: ArchLimits, probe: dict[str, Any], chosen: list[Variant],
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sample", choices=tuple(SAMPLES), default="full")
+    parser.add_argument("--sample", choices=tuple(SAMPLES), default="configs")
     parser.add_argument("--arch", action="append", default=[],
                         help="only these (sm_120 ...; default: every row of the limits file)")
     parser.add_argument("--only", default="", help="only calls whose label contains this")
@@ -347,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
                              encoding="utf-8")
     if args.write:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        RESULTS.write_text(json.dumps(committed(report), indent=1, sort_keys=True) + "\n",
+                           encoding="utf-8")
     bad = any(s.failures or s.over for s in summaries
               if s.supported and limits[s.arch].required)
     return 1 if bad else 0
@@ -365,6 +373,13 @@ def document(summaries: list[ArchResult], table: dict[str, Any],
             "resources": {arch: {vid: {k: v for k, v in res.items() if k != "seconds"}
                                  for vid, res in sorted(found.items())}
                           for arch, found in results.items()}}
+
+
+def committed(report: dict[str, Any]) -> dict[str, Any]:
+    """What is committed of a run: the per-architecture summaries (verdicts, peaks, what
+    failed, went over or spilled, the digest of the configurations) and the targets; the
+    per-variant table and resources (a megabyte and more) stay in ``--json`` output."""
+    return {k: v for k, v in report.items() if k not in ("variants", "resources")}
 
 
 def _line(s: ArchResult) -> str:
