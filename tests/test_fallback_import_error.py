@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import need, run_python
+from .support.run import need, run_python
 
 MESSAGE = ("[sgl_kernel] CRITICAL: Could not load any common_ops library!\\n\\n"
            "GPU Info:\\n- Compute capability: 90\\n\\n"

@@ -31,7 +31,8 @@ from sglang_shims.engine.proxy import OptionalSymbol
 from sglang_shims.kernels import symbols
 from sglang_shims.testing import standin
 
-from .conftest import IMPORT_EACH, REPO, need, run_python
+from .support.run import REPO, need, run_python
+from .support.stacks import IMPORT_EACH
 
 PATCH = REPO / "patches" / "sgl-kernel-missing-symbols"
 OUR_OPS = {"rmsnorm", "fused_add_rmsnorm", "gemma_rmsnorm", "gemma_fused_add_rmsnorm",

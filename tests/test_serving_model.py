@@ -24,7 +24,8 @@ from sglang_shims.engine.journal import PatchContext
 from sglang_shims.engine.proxy import OptionalSymbol
 from sglang_shims.kernels import model_ops, serving_model
 
-from .conftest import manifest_text, run_python
+from .support.packages import manifest_text
+from .support.run import run_python
 
 TEXT = manifest_text("model-demo", "demo_kernel", extra=(
     '[[provide]]\nname = "f"\nexported_by = "x"\nremedy = "y"\n'))

@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 else:
     torch = pytest.importorskip("torch", reason="torch is not installed: the sweep needs it")
 
-from ._scripts import load_script
 from ._triton import load_triton, select_backend
+from .support.scripts import load_script
 
 HAS_CUDA = torch.cuda.is_available()
 KERNEL_MODULES = ("_norm_kernels", "_activation_kernels", "_moe_align_kernels", "_fp8_kernels",

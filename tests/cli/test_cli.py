@@ -12,7 +12,7 @@ import pytest
 from sglang_shims.cli import docs as _docs
 from sglang_shims.cli import survey as _static
 
-from .conftest import REPO, Result, run_python
+from ..support.run import REPO, Result, run_python
 
 HEAVY = ("torch", "sglang", "transformers", "sgl_kernel", "triton")
 
@@ -170,7 +170,7 @@ def test_readme_counts_the_builtin_patches() -> None:
 def test_doctor_flags_kernel_built_for_another_torch(standin_kernel: Callable[..., Path]) -> None:
     """sgl-kernel 0.3.18 was built against torch 2.8.0: next to torch 2.14.1 it is a `fail`
     with the remedy, and doctor exits 1."""
-    from .conftest import need
+    from ..support.run import need
 
     need("torch")
     data, meta = outcome(cli("doctor", "--json", "--no-probe",

@@ -19,7 +19,8 @@ from sglang_shims.catalog import load as _catalog
 from sglang_shims.engine import Engine
 from sglang_shims.engine.gates import Environment
 
-from .conftest import REPO, manifest_text, run_python, write_package, write_patch
+from ..support.packages import manifest_text, write_package, write_patch
+from ..support.run import REPO, run_python
 
 PACKAGE = REPO / "sglang_shims"
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import run_python, write_package
+from ..support.packages import write_package
+from ..support.run import run_python
 
 PATCH = "alloc-conf-env-mirror"
 NEW, OLD = "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"

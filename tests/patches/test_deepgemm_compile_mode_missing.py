@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need, run_python
+from ..support.run import need, run_python
 from ._transformers import end_with_state
 
 pytestmark = pytest.mark.wheels

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need, run_python
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import FAKE_CUDA, need, run_python
+from ..support.programs import FAKE_CUDA
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 

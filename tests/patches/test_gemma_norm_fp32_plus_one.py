@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import FAKE_CUDA, need, run_python
+from ..support.programs import FAKE_CUDA
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 

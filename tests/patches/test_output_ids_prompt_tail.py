@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need
+from ..support.run import need
 from ._transformers import run_json
 
 pytestmark = pytest.mark.wheels

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import run_python
+from ..support.run import run_python
 
 PATCH = "sgl-kernel-cuda-runtime-preload"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Result, run_python
+from ..support.run import Result, run_python
 
 pytestmark = pytest.mark.wheels
 

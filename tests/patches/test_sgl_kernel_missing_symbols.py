@@ -30,7 +30,8 @@ from sglang_shims.engine.journal import PatchContext, Retired
 from sglang_shims.kernels import symbols
 from sglang_shims.testing import standin, wheels
 
-from ..conftest import FAKE_CUDA, REPO, run_python
+from ..support.programs import FAKE_CUDA
+from ..support.run import REPO, run_python
 
 PATCH = REPO / "patches" / "sgl-kernel-missing-symbols"
 SAMPLE = ["0.4.2", "0.4.3.post2", "0.4.6", "0.4.9.post3", "0.5.1", "0.5.5", "0.5.9", "0.5.10",

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import FAKE_CUDA, need, run_python
+from ..support.programs import FAKE_CUDA
+from ..support.run import need, run_python
 from ..test_model_forward import run_harness, serve
 from ..test_serving_graph_0517 import release_paths
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import need
+from ..support.run import need
 from ..test_model_forward import run_harness
 from ..test_serving_graph_0517 import release_paths
 

@@ -26,7 +26,7 @@ import pytest
 
 from sglang_shims.testing import wheels
 
-from ..conftest import need, run_python
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need
+from ..support.run import need
 from ._transformers import TRANSFORMERS5, end_with_state, run_json, transformers_paths
 
 pytestmark = pytest.mark.wheels

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import need, run_python
+from ..support.run import need, run_python
 from ._transformers import end_with_state, import_attempt, run_applied, run_stock
 
 pytestmark = pytest.mark.wheels

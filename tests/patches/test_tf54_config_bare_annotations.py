@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import FAKE_CUDA, need
+from ..support.programs import FAKE_CUDA
+from ..support.run import need
 from ._transformers import end_with_state, import_attempt, run_json, transformers_paths
 
 pytestmark = pytest.mark.wheels

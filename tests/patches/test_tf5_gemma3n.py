@@ -30,7 +30,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import FAKE_CUDA, need
+from ..support.programs import FAKE_CUDA
+from ..support.run import need
 from ._transformers import SINGLE_PROCESS_TP, TRANSFORMERS5, run_json, transformers_paths
 
 pytestmark = pytest.mark.wheels

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need
+from ..support.run import need
 from ._transformers import end_with_state, import_attempt, run_json, transformers_paths
 
 pytestmark = pytest.mark.wheels

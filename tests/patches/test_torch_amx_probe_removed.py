@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import need, run_python
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 

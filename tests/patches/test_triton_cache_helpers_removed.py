@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import need, run_python, write_package
+from ..support.packages import write_package
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import run_python
+from ..support.run import run_python
 
 PATCH = "triton-ptxas-blackwell"
 

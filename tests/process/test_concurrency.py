@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, SITE_PACKAGES, clean_env, manifest_text, write_package, write_patch
+from ..support.packages import manifest_text, write_package, write_patch
+from ..support.run import REPO, SITE_PACKAGES, clean_env
 
 TARGETS = {f"soakpkg/m{i}.py": f"VALUE = {i}\n" for i in range(3)} | {"soakpkg/__init__.py": ""}
 

@@ -14,7 +14,8 @@ import pytest
 
 from sglang_shims.catalog.load import load
 
-from .conftest import Result, manifest_text, run_python, write_package, write_patch
+from ..support.packages import manifest_text, write_package, write_patch
+from ..support.run import Result, run_python
 
 TARGET = {
     "shimtarget/__init__.py": "",

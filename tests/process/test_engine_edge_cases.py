@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .conftest import Result, manifest_text, run_python, write_package, write_patch
+from ..support.packages import manifest_text, write_package, write_patch
+from ..support.run import Result, run_python
 
 PATCH = "events-demo"
 CODE = "def apply(ctx):\n    ctx.setattr(ctx.module, 'VALUE', 2)\n"

@@ -27,7 +27,8 @@ import pytest
 from sglang_shims import _trust
 from sglang_shims.engine import record
 
-from .conftest import REPO, clean_env, manifest_text, run_python
+from ..support.packages import manifest_text
+from ..support.run import REPO, clean_env, run_python
 
 OTHER = 65534  # "nobody": the attacker
 

@@ -12,7 +12,8 @@ import pytest
 from sglang_shims.catalog.manifest import Fingerprint
 from sglang_shims.engine import source as _source
 
-from .conftest import run_python, write_package
+from ..support.packages import write_package
+from ..support.run import run_python
 
 SOURCE = textwrap.dedent('''
     import os

@@ -14,15 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import (
-    REPO,
-    SITE_PACKAGES,
-    clean_env,
-    manifest_text,
-    run_python,
-    write_package,
-    write_patch,
-)
+from ..support.packages import manifest_text, write_package, write_patch
+from ..support.run import REPO, SITE_PACKAGES, clean_env, run_python
 
 TARGET = {"shimtarget/__init__.py": "", "shimtarget/mod.py": "VALUE = 1\n"}
 APPLY = """

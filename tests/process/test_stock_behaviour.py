@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from .conftest import run_python
+from ..support.run import run_python
 
 PROBE = """
 import importlib, importlib.util, json, sys, traceback

@@ -19,7 +19,8 @@ import pytest
 
 from sglang_shims.catalog.manifest import load_text
 
-from .conftest import REPO, manifest_text, run_python, write_package
+from ..support.packages import manifest_text, write_package
+from ..support.run import REPO, run_python
 
 PACKAGE = REPO / "sglang_shims"
 

@@ -7,8 +7,16 @@
 # transformers run teacher-forced on sglang's own continuation.  Test-only: not part of
 # the package.  It fakes what a CUDA machine and sglang's scheduler would set up, never a
 # version skew.
-import contextlib, dataclasses, importlib, inspect, json, os, types
+import contextlib
+import dataclasses
+import importlib
+import inspect
+import json
+import os
+import types
+
 import torch
+
 
 class _Stream:
     def __init__(self, *a, **k): pass
@@ -19,12 +27,16 @@ torch.cuda.current_stream = lambda *a, **k: _Stream()
 torch.cuda.stream = lambda s=None: contextlib.nullcontext()
 importlib.import_module("sglang.srt.configs.model_config")
 import sgl_kernel
+import transformers
 from sglang.srt import server_args as sa_module
 from sglang.srt.distributed import parallel_state as ps
 from sglang.srt.layers import dp_attention
 from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
-from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch, ForwardMode
-import transformers
+from sglang.srt.model_executor.forward_batch_info import (
+    CaptureHiddenMode,
+    ForwardBatch,
+    ForwardMode,
+)
 
 BACKEND = os.environ["H2_BACKEND"]
 HEADS, KV_HEADS, HEAD_DIM, LAYERS = 4, 2, 64, 2
@@ -113,7 +125,9 @@ def runner(hf_config):
     if BACKEND == "triton":
         from sglang.srt.layers.attention.triton_backend import TritonAttnBackend as Backend
     else:
-        from sglang.srt.layers.attention.torch_native_backend import TorchNativeAttnBackend as Backend
+        from sglang.srt.layers.attention.torch_native_backend import (
+            TorchNativeAttnBackend as Backend,
+        )
     mr.attn_backend = Backend(mr)
     return mr
 
@@ -190,6 +204,7 @@ for label, module, name in (("qwen3", "sglang.srt.models.qwen3", "Qwen3ForCausal
         identical += greedy == tokens[i]
     result[label] = {"max_logit_diff": worst, "identical": identical, "of": len(PROMPTS)}
 import sglang_shims
+
 print(json.dumps({"backend": BACKEND, "models": result,
                   "fallback": getattr(sgl_kernel, "__sglang_shims_fallback__", None),
                   "states": {k: v["state"] for k, v in sglang_shims.status().items()}}))

@@ -20,7 +20,7 @@ from sglang_shims.cli import doctor
 from sglang_shims.cli.doctor import tested
 from sglang_shims.engine.gates import Environment
 
-from .conftest import need
+from ..support.run import need
 from .matrix import render, run
 
 # A sample that spans the patch ranges, each cell with no kernel installed:

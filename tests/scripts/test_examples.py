@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from ._scripts import load_script
+from ..support.run import REPO
+from ..support.scripts import load_script
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = REPO / "examples"
 EXAMPLE = EXAMPLES / "e2e_serve.py"
 
 
@@ -383,7 +384,8 @@ def test_builders_write_checkpoints_sglang_0_5_17_reads(pypi_release: Any) -> No
     and the FP8 weights dequantise exactly to what the reference runs."""
     from sglang_shims.testing import wheels
 
-    from .conftest import FAKE_CUDA, need, run_python
+    from ..support.programs import FAKE_CUDA
+    from ..support.run import need, run_python
 
     for module in ("torch", "fastapi", "zmq", "safetensors"):
         need(module)

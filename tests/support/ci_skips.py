@@ -4,7 +4,7 @@ A skip is only honest when it names something outside this repository that the m
 lacks (a GPU, a compiler).  Anything else -- a missing test dependency that ``.ci/run``
 installs, an ImportError from our own modules caught by a test's set-up, a cache another
 test was meant to fill -- would let a broken build pass as "skipped", so CI turns it into
-a failure.  The list is checked by ``tests/test_ci_skips.py``; add to it only an absence
+a failure.  The list is checked by ``tests/unit/test_ci_skips.py``; add to it only an absence
 that the CI machine really has, with the reason.
 
 Loaded as a plugin by ``tests/conftest.py``; no test collects this module.
@@ -51,7 +51,7 @@ def _fail_unlisted(report: pytest.TestReport | pytest.CollectReport) -> None:
         return
     report.outcome = "failed"
     report.longrepr = (f"skipped in CI (SGLANG_SHIMS_CI=1) for a reason not on "
-                       f"CI_ALLOWED_SKIPS in tests/_ci_skips.py: {reason}")
+                       f"CI_ALLOWED_SKIPS in tests/support/ci_skips.py: {reason}")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 from types import ModuleType
 
-REPO = Path(__file__).resolve().parents[1]
+from .run import REPO
 
 
 def load_script(relative: str, name: str, *, keep: bool = False) -> ModuleType:

@@ -1,4 +1,4 @@
-"""The CI skip policy (tests/_ci_skips.py): every allowed skip is an external absence, and
+"""The CI skip policy (tests/support/ci_skips.py): every allowed skip is an external absence, and
 an unlisted skip -- at run time or at module import -- fails a run under SGLANG_SHIMS_CI=1."""
 
 from __future__ import annotations
@@ -6,15 +6,15 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from ._ci_skips import CI_ALLOWED_SKIPS, allowed
-from .conftest import REPO, clean_env
+from ..support.ci_skips import CI_ALLOWED_SKIPS, allowed
+from ..support.programs import program
+from ..support.run import REPO, clean_env
 
-TESTS = Path(__file__).resolve().parent
+TESTS = REPO / "tests"
 
 
 def test_allow_list_is_short_and_external() -> None:
@@ -48,38 +48,16 @@ def test_allowed(reason: str, ok: bool) -> None:
     assert allowed(reason) is ok
 
 
-SAMPLE = """
-import pytest
-
-def test_unlisted():
-    pytest.skip("torch is not installed")
-
-def test_listed():
-    pytest.skip("no CUDA GPU: needs one")
-
-@pytest.mark.xfail(reason="known", strict=True)
-def test_xfail():
-    assert False
-
-def test_passes():
-    pass
-"""
-
-MODULE_SKIP = """
-import pytest
-pytest.importorskip("no_such_module_xyz_123")
-
-def test_never_runs():
-    pass
-"""
+SAMPLE = program("ci_skips/skips")
+MODULE_SKIP = program("ci_skips/module_skip")
 
 
 def _pytest(tmp_path: Path, text: str, ci: bool) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "test_sample.py").write_text(textwrap.dedent(text), encoding="utf-8")
+    (tmp_path / "test_sample.py").write_text(text, encoding="utf-8")
     env = clean_env(PYTHONPATH=str(REPO), **({"SGLANG_SHIMS_CI": "1"} if ci else {}))
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider",
-         "-p", "tests._ci_skips", "-rA", "-q", "-o", "addopts=", "--rootdir", str(tmp_path),
+         "-p", "tests.support.ci_skips", "-rA", "-q", "-o", "addopts=", "--rootdir", str(tmp_path),
          str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
         check=False)
 

@@ -11,7 +11,7 @@ from sglang_shims._errors import ConflictError
 from sglang_shims.catalog.manifest import load_text
 from sglang_shims.engine.journal import PatchContext
 
-from .conftest import manifest_text
+from ..support.packages import manifest_text
 
 PROVIDE = '[[provide]]\nname = "f"\nexported_by = "x"\nremedy = "y"\n'
 FIRST = load_text(manifest_text("claims-first", "claims_mod", extra=PROVIDE), "t")

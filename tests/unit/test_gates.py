@@ -22,7 +22,7 @@ from sglang_shims.engine.gates import (
     satisfies,
 )
 
-from .conftest import manifest_text
+from ..support.packages import manifest_text
 
 
 @pytest.mark.parametrize(("version", "spec", "expected"), [

@@ -13,7 +13,7 @@ import pytest
 
 from sglang_shims.engine.judge import SHIM_MARK, exported
 
-from .conftest import write_package
+from ..support.packages import write_package
 
 
 class OptionalSymbol:

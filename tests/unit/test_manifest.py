@@ -15,7 +15,7 @@ from sglang_shims.catalog import data as _data
 from sglang_shims.catalog import load as _catalog
 from sglang_shims.catalog.manifest import ManifestError, load_text, parse
 
-from .conftest import manifest_text
+from ..support.packages import manifest_text
 
 VALID = manifest_text("demo-patch", "pkg.mod", requires='sglang = ">=0.5,<0.6"',
                       extra='[[provide]]\nname = "f"\nexported_by = "x 1.0"\nremedy = "pip"\n')

@@ -9,7 +9,9 @@ import pytest
 
 from sglang_shims.patching import PatchContext, argument, module_level, temporarily, tie_nothing
 
-from .test_apply import MANIFEST
+from ..support.packages import demo_manifest
+
+MANIFEST = demo_manifest("journal-demo", "demo_mod")
 
 
 def context() -> PatchContext:

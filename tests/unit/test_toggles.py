@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sglang_shims._bootstrap import globally_off
 from sglang_shims._toggles import Toggles, patch_var, split_ids, watched_modules
 
-from .conftest import run_python
+from ..support.run import run_python
 
 IDS = ["sgl-kernel-fused-marlin-moe", "sgl-kernel-dist-renamed"]
 

@@ -16,7 +16,9 @@ import pytest
 
 from sglang_shims.launch import SGLANG_ENTRY, Plan, UsageError, parse
 
-from .conftest import FAKE_SGLANG, REPO, Venv, clean_env, pip_install, sh, write_package
+from ..support.packages import write_package
+from ..support.run import REPO, clean_env
+from ..support.venvs import FAKE_SGLANG, pip_install, sh, Venv
 
 
 class TestParse:
@@ -182,7 +184,7 @@ def test_bootstrap_does_not_leak_into_other_interpreters(target_install: tuple[V
 def test_console_script_launch(wheel: Path, make_venv: Callable[[], Venv], tmp_path: Path,
                                standin_kernel: Callable[..., Path]) -> None:
     """`sglang-shims launch` in a normal install: the .pth already covers children."""
-    from .conftest import add_fake_sglang
+    from ..support.venvs import add_fake_sglang
 
     venv = make_venv()
     pip_install(venv, wheel)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Venv, add_fake_sglang, clean_env, pip_install, sh
+from ..support.run import clean_env
+from ..support.venvs import add_fake_sglang, pip_install, sh, Venv
 
 pytestmark = pytest.mark.venv
 

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FAKE_CUDA, Result, need, run_python
+from ..support.programs import FAKE_CUDA
+from ..support.run import Result, need, run_python
 from .test_serving_graph_0517 import release_paths
 
 pytestmark = pytest.mark.wheels

@@ -34,10 +34,12 @@ from sglang_shims.engine.gates import Environment
 from sglang_shims.engine.judge import assess
 from sglang_shims.testing import standin
 
+from ..support.run import REPO
+
 pytestmark = pytest.mark.wheels
 
 RELEASES = [line.strip() for line in
-            (Path(__file__).with_name("data") / "sglang_releases.txt").read_text().splitlines()
+            (REPO / "tests" / "data" / "sglang_releases.txt").read_text().splitlines()
             if line.strip()]
 MANIFESTS = [m for m in _catalog.load().manifests
              if any(g.dists == ("sglang",) for g in m.requires)]

@@ -19,7 +19,8 @@ from typing import NamedTuple
 
 import pytest
 
-from .conftest import IMPORT_EACH, Result, need, run_python
+from ..support.run import Result, need, run_python
+from ..support.stacks import IMPORT_EACH
 
 pytestmark = pytest.mark.wheels
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import IMPORT_EACH, Result, need, run_python
+from ..support.run import Result, need, run_python
+from ..support.stacks import IMPORT_EACH
 from .test_serving_graph import SERVING_GRAPH
 
 pytestmark = pytest.mark.wheels

@@ -3,9 +3,9 @@
 Usage (from the repository root, in the test environment: torch, transformers' pin of
 sglang 0.5.1, ``tests/requirements/serving.txt``, and ``uv`` on PATH)::
 
-    python -m tests.matrix.run                       # every release 0.5.1..0.5.23 (hours)
-    python -m tests.matrix.run --releases 0.5.1,0.5.9 --jobs 2
-    python -m tests.matrix.render                    # docs/compatibility.{md,svg}
+    python -m tools.matrix.run                       # every release 0.5.1..0.5.23 (hours)
+    python -m tools.matrix.run --releases 0.5.1,0.5.9 --jobs 2
+    python -m tools.matrix.render                    # docs/compatibility.{md,svg}
 
 Each release gets the environment it declares: its ``Requires-Dist`` (the ``srt`` extra up
 to 0.5.2) is resolved by ``uv pip compile`` with today's torch, torchvision and triton as
@@ -16,8 +16,8 @@ Kernels (sgl-kernel, sglang-kernel, flashinfer) are left out: the kernel situati
 column of the matrix (none, a stand-in of the pinned kernel, a stand-in of a newer one).
 The sglang wheel itself is unpacked from the wheel cache (:mod:`sglang_shims.testing`).
 
-A cell is one ``python -S`` process (``tests/data/matrix_probe.py``): CUDA faked as the CPU
-tests fake it, the serving graph imported, and with no kernel installed the tiny
+A cell is one ``python -S`` process (``tools/matrix/probe.py``): CUDA faked as the CPU
+tests fake it (``tests/programs/fake_cuda.py``), the serving graph imported, and with no kernel installed the tiny
 Qwen3/Llama model check.  ``SGLANG_SHIMS=0`` and no activation for stock; the ``.pth``
 line for the shims.  Results merge into the data file release by release, so an
 interrupted run keeps what it finished.
@@ -47,10 +47,11 @@ from packaging.version import Version
 
 from sglang_shims.testing import standin, wheels
 
-from ..conftest import ACTIVATE, FAKE_CUDA, REPO, SITE_PACKAGES, clean_env
+from tests.support.programs import FAKE_CUDA
+from tests.support.run import ACTIVATE, REPO, SITE_PACKAGES, clean_env
 
 DATA = REPO / "sglang_shims" / "cli" / "doctor" / "compatibility.json"
-PROBE = REPO / "tests" / "data" / "matrix_probe.py"
+PROBE = Path(__file__).with_name("probe.py")
 FIRST, LAST = Version("0.5.1"), Version("0.5.23")
 SPREAD = ("0.5.1", "0.5.5", "0.5.9", "0.5.13", "0.5.17", "0.5.23")
 

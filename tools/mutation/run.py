@@ -11,7 +11,7 @@ A mutant is *killed* when the run fails or times out, *survived* when it passes.
 Usage (from the repository root)::
 
     git worktree add /tmp/mut HEAD
-    python tests/mutation/run.py --tree /tmp/mut [--module sglang_shims/engine/gates.py]
+    python tools/mutation/run.py --tree /tmp/mut [--module sglang_shims/engine/gates.py]
                                  [--every N] [--limit N] [--out mutation-result.json]
 
 ``--every N`` runs every N-th mutant in source order (a deterministic sample: the whole set

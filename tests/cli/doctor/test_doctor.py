@@ -14,7 +14,6 @@ import subprocess
 import textwrap
 import time
 import zipfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,32 +42,14 @@ from sglang_shims.patching.elf import (
     parse_fatbin,
 )
 
+from ...support.doctor import facts, hermetic, verdict
+
 LEVELS = {"ok", "info", "warn", "fail"}
 ABI_SYMBOL = "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"
 
 
-def hermetic(versions: Mapping[str, str | None] | None = None,
-             caps: list[tuple[int, int]] | None = None) -> Environment:
-    return Environment(versions=dict(versions or {}), capabilities=caps, hermetic=True)
-
-
-def facts(versions: Mapping[str, str | None] | None = None, *,
-          caps: list[tuple[int, int]] | None = None, **fields: Any) -> Facts:
-    """Facts of a hypothetical machine: only what is given exists."""
-    env = hermetic(versions, caps if caps is not None else [])
-    return Facts(env=env, **fields)
-
-
 def by_check(findings: list[Finding], check: str) -> list[Finding]:
     return [f for f in findings if f.check == check]
-
-
-def rule(rule_id: str) -> doctor.rules.Rule:
-    return next(r for r in doctor.rules.RULES if r.id == rule_id)
-
-
-def verdict(rule_id: str, f: Facts) -> Finding | None:
-    return rule(rule_id).evaluate(f)
 
 
 # ------------------------------------------------------------------- acceptance

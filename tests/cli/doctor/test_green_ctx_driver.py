@@ -7,7 +7,7 @@ driver passed although sgl-kernel 0.2.6-0.3.5 cannot load on it.
 
 from __future__ import annotations
 
-from .test_doctor import facts, verdict
+from ...support.doctor import facts, verdict
 
 RULE = "sgl-kernel-green-ctx-driver"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sglang_shims.cli import doctor
 
-from .test_doctor import facts
+from ...support.doctor import facts
 
 
 def abi(versions: dict[str, str]) -> doctor.finding.Finding:

@@ -14,7 +14,7 @@ import pytest
 from sglang_shims.cli import doctor
 from sglang_shims.cli.doctor.finding import Finding
 
-from .test_doctor import facts
+from ...support.doctor import facts
 
 pytestmark = pytest.mark.wheels
 

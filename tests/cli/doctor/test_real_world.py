@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,10 +19,10 @@ from sglang_shims.catalog.load import load
 from sglang_shims.cli import doctor
 from sglang_shims.engine.gates import check_gate
 
-from ._scripts import load_script
-from .test_doctor import facts
+from ...support.doctor import facts
+from ...support.run import REPO
+from ...support.scripts import load_script
 
-REPO = Path(__file__).resolve().parents[1]
 DATA = json.loads((REPO / "docs" / "real-world.json").read_text(encoding="utf-8"))
 REPORTS: list[dict[str, Any]] = DATA["reports"]
 
