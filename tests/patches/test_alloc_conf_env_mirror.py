@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ..support.packages import write_package
+from ..support.programs import program
 from ..support.run import run_python
 
 PATCH = "alloc-conf-env-mirror"
@@ -25,20 +26,7 @@ import os
 SEEN = {{name: os.environ.get(name) for name in ({NEW!r}, {OLD!r})}}
 """
 
-CODE = f"""
-import json, os, subprocess, sys
-import sglang
-import sglang_shims
-entry = sglang_shims.status()[{PATCH!r}]
-child = subprocess.run(
-    [sys.executable, "-S", "-c",
-     "import json, os; print(json.dumps([os.environ.get(n) for n in ({NEW!r}, {OLD!r})]))"],
-    capture_output=True, text=True, check=True).stdout
-print(json.dumps({{"env": {{n: os.environ.get(n) for n in ({NEW!r}, {OLD!r})}},
-                  "seen": sglang.SEEN, "child": json.loads(child),
-                  "state": entry["state"], "reason": entry["reason"],
-                  "changes": entry["changes"], "notes": entry["notes"]}}))
-"""
+CODE = program("patches/alloc_conf_env_mirror")
 
 
 def run(tmp_path: Path, torch: str, env: dict[str, str]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The first two patches on the real sglang 0.5.1 wheel, with stand-in kernels.
+"""sgl-kernel-fused-marlin-moe on the real sglang 0.5.1 wheel, with stand-in kernels.
 
 The sglang wheel is unpacked from PyPI (cached); ``sgl_kernel`` is a stand-in with the
 exact export surface of the chosen kernel release.  What is checked is the user's
@@ -13,26 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from ..support.programs import program
 from ..support.run import Result, run_python
 
 pytestmark = pytest.mark.wheels
 
-IMPORT = """
-    import sgl_kernel
-    from sgl_kernel import fused_marlin_moe
-    print(repr(fused_marlin_moe), fused_marlin_moe.__name__, fused_marlin_moe.__module__)
-    try:
-        fused_marlin_moe(None, None)
-    except Exception as exc:
-        print(type(exc).__name__ + ": " + str(exc))
-    import json, sglang_shims
-    print(json.dumps(sglang_shims.status()["sgl-kernel-fused-marlin-moe"]))
-"""
-
-
-@pytest.fixture(scope="module")
-def sglang051(sglang_release: Callable[[str], Path]) -> Path:
-    return sglang_release("0.5.1")
+IMPORT = program("patches/sgl_kernel_fused_marlin_moe/import_and_call")
+MANY_CALLS = program("patches/sgl_kernel_fused_marlin_moe/many_calls")
 
 
 def run(paths: tuple[Path, ...], code: str = IMPORT, **env: str) -> Result:
@@ -53,27 +40,6 @@ def test_proxy_and_clear_error(sglang051: Path, standin_kernel: Callable[..., Pa
     assert entry["state"] == "applied"
     assert entry["proxies"]["sgl_kernel.fused_marlin_moe"]["failed_calls"] == 1
     assert result.stderr.count("sgl_kernel.fused_marlin_moe is not available") == 1  # logs once
-
-
-MANY_CALLS = """
-    import json, threading, sglang_shims
-    from sgl_kernel import fused_marlin_moe
-
-    messages = []
-    def call(times):
-        for _ in range(times):
-            try:
-                fused_marlin_moe(None, None)
-            except Exception as exc:
-                messages.append(str(exc))
-    threads = [threading.Thread(target=call, args=(10,)) for _ in range(4)]
-    for t in threads: t.start()
-    for t in threads: t.join()
-    proxy = sglang_shims.status()["sgl-kernel-fused-marlin-moe"]["proxies"]
-    counts = proxy["sgl_kernel.fused_marlin_moe"]
-    print(json.dumps({"messages": len(messages), "distinct": len(set(messages)),
-                      "failed_calls": counts["failed_calls"], "rebound": counts["rebound"]}))
-"""
 
 
 def test_many_failed_calls_log_once(sglang051: Path, standin_kernel: Callable[..., Path]) -> None:

@@ -1,12 +1,14 @@
-# Harness run in a subprocess by tests/test_model_forward.py (after conftest.FAKE_CUDA):
-# sglang's own Qwen3 and Llama classes (0.5.1, and 0.5.17 with its moved-around set-up)
-# serve a ragged batch of 8 prompts -- one prefill, then decode steps -- through sglang's
-# real KV-cache pools and one of its real attention backends (H2_BACKEND: torch_native, or
-# triton run by TRITON_INTERPRET), on transformers' weights.  Prints, per model, the greedy
-# tokens' agreement with transformers' generate() and the largest logit difference against
-# transformers run teacher-forced on sglang's own continuation.  Test-only: not part of
-# the package.  It fakes what a CUDA machine and sglang's scheduler would set up, never a
-# version skew.
+"""sglang's own Qwen3 and Llama classes (0.5.1, and 0.5.17 with its moved-around set-up)
+serve a ragged batch of 8 prompts -- one prefill, then decode steps -- through sglang's real
+KV-cache pools and one of its real attention backends (H2_BACKEND: torch_native, or triton
+run by TRITON_INTERPRET), on transformers' weights.
+
+Prints, per model, the greedy tokens' agreement with transformers' generate() and the
+largest logit difference against transformers run teacher-forced on sglang's own
+continuation.  It fakes what a CUDA machine and sglang's scheduler would set up, never a
+version skew.
+"""
+import fake_cuda
 import contextlib
 import dataclasses
 import importlib
@@ -52,16 +54,26 @@ def call(fn, **kw):
     return fn(**kw)
 
 
+def with_defaults(cls):
+    """An instance of ``cls`` made without ``__init__``/``__post_init__``: each dataclass
+    field at its default (None where it has none)."""
+    obj = cls.__new__(cls)
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            setattr(obj, f.name, f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            setattr(obj, f.name, f.default_factory())
+        else:
+            setattr(obj, f.name, None)
+    return obj
+
+
 def server_args():
     """sglang's ServerArgs with its field defaults (``__post_init__`` would probe the model
     and the GPU), registered as the global one where the release has that (0.5.17 reads
     it in its layers)."""
     cls = sa_module.ServerArgs
-    sa = cls.__new__(cls)
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING: setattr(sa, f.name, f.default)
-        elif f.default_factory is not dataclasses.MISSING: setattr(sa, f.name, f.default_factory())
-        else: setattr(sa, f.name, None)
+    sa = with_defaults(cls)
     sa.model_path, sa.device, sa.attention_backend = "dummy", "cpu", BACKEND
     sa.tp_size, sa.dp_size, sa.pp_size, sa.page_size = 1, 1, 1, 1
     sa.triton_attention_num_kv_splits = 8
@@ -133,16 +145,13 @@ def runner(hf_config):
 
 
 def batch(mr, mode, **fields):
-    fb = ForwardBatch.__new__(ForwardBatch)
-    for f in dataclasses.fields(ForwardBatch):
-        if f.default is not dataclasses.MISSING: setattr(fb, f.name, f.default)
-        elif f.default_factory is not dataclasses.MISSING: setattr(fb, f.name, f.default_factory())
-        else: setattr(fb, f.name, None)
+    fb = with_defaults(ForwardBatch)
     fb.forward_mode, fb.batch_size, fb.return_logprob = mode, len(LENS), False
     fb.capture_hidden_mode = CaptureHiddenMode.NULL
     fb.req_to_token_pool, fb.token_to_kv_pool = mr.req_to_token_pool, mr.token_to_kv_pool
     fb.attn_backend, fb.req_pool_indices = mr.attn_backend, torch.arange(len(LENS))
-    for k, v in fields.items(): setattr(fb, k, v)
+    for k, v in fields.items():
+        setattr(fb, k, v)
     fb.seq_lens_cpu, fb.seq_lens_sum = fb.seq_lens.clone(), int(fb.seq_lens.sum())
     return fb
 
@@ -154,7 +163,7 @@ def serve(model, mr):
     slots = [torch.tensor([next(free) for _ in range(n)]) for n in LENS]
     for i, s in enumerate(slots):
         table[i, :len(s)] = s.to(table.dtype)
-    fb = batch(mr, ForwardMode.EXTEND, input_ids=torch.tensor(sum(PROMPTS, [])),
+    fb = batch(mr, ForwardMode.EXTEND, input_ids=torch.tensor([t for p in PROMPTS for t in p]),
                positions=torch.cat([torch.arange(n) for n in LENS]), seq_lens=torch.tensor(LENS),
                extend_seq_lens=torch.tensor(LENS, dtype=torch.int32), extend_seq_lens_cpu=LENS,
                extend_prefix_lens=torch.zeros(len(LENS), dtype=torch.int32),
@@ -167,7 +176,8 @@ def serve(model, mr):
         with torch.no_grad(), forward_context(mr):
             out = model(fb.input_ids, fb.positions, fb).next_token_logits
         for i, row in enumerate(out):
-            logits[i].append(row.clone()); tokens[i].append(int(row.argmax()))
+            logits[i].append(row.clone())
+            tokens[i].append(int(row.argmax()))
         if step == STEPS:
             return tokens, logits
         new = torch.tensor([next(free) for _ in LENS])

@@ -1,7 +1,7 @@
-"""The compatibility matrix (tests/matrix): its runner's reading of wheels, the rendering,
+"""The compatibility matrix (tools/matrix): its runner's reading of wheels, the rendering,
 ``doctor``'s lookup, and a CI sample of real cells.
 
-The full matrix takes hours (``python -m tests.matrix.run``); CI runs the shims cell with
+The full matrix takes hours (``python -m tools.matrix.run``); CI runs the shims cell with
 no kernel and the release's own transformers pin for a few releases that span the patch
 ranges, and checks that each still passes as the committed run says.
 """
@@ -19,9 +19,9 @@ import pytest
 from sglang_shims.cli import doctor
 from sglang_shims.cli.doctor import tested
 from sglang_shims.engine.gates import Environment
+from tools.matrix import render, run
 
 from ..support.run import need
-from .matrix import render, run
 
 # A sample that spans the patch ranges, each cell with no kernel installed:
 # 0.5.5 stock (fails: the kernel is missing) and with the shims (the fallback serves the
@@ -55,8 +55,7 @@ def test_requirements_follow_the_srt_extra_and_leave_the_kernel_out(
 ])
 def test_pins_read_from_the_wheel(sglang_release: Callable[[str], Path], release: str,
                                   expected: dict[str, str]) -> None:
-    # expected values: the pins table of the research notes on sglang internals
-    # (shared/research/sglang_internals.md, sec. 2.2)
+    # expected values: each release's own pins, written down from its published METADATA
     got = run.pins(sglang_release(release))
     assert {k: got.get(k) for k in expected} == expected
 
@@ -234,7 +233,7 @@ def test_shipped_data_reads_for_every_cell(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_rendered_page_is_current() -> None:
-    assert render.main(["--check"]) == 0, "run: python -m tests.matrix.render"
+    assert render.main(["--check"]) == 0, "run: python -m tools.matrix.render"
 
 
 def test_render_marks_stock_and_shims() -> None:

@@ -15,74 +15,36 @@ Triton's CPU interpreter (the same kernels the GPU compiles): with sglang's Trit
 attention on 0.5.1; on 0.5.17 with torch-native attention, since 0.5.17's Triton decode
 kernel calls a helper Triton's interpreter cannot run (it compiles on a GPU).
 
-0.5.17 runs on the environment ``tests/test_serving_graph_0517.py`` builds (its pinned
-transformers and what its import graph adds, from the same wheel cache).
+0.5.17 runs on the environment its serving-graph test builds (its pinned transformers and
+what its import graph adds, from the same wheel cache: ``tests/support/stacks.py``).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from ..support.programs import FAKE_CUDA
-from ..support.run import Result, need, run_python
-from .test_serving_graph_0517 import release_paths
+from ..support.model_forward import serve
+from ..support.run import need
 
 pytestmark = pytest.mark.wheels
 
-SERVE = FAKE_CUDA + (Path(__file__).with_name("data") / "model_forward_harness.py").read_text()
 JIT_PATCHES = ("sglang-kernels-rope-fallback", "sglang-kernels-activation-fallback")
-
-
-@pytest.fixture(scope="module")
-def sglang051(sglang_release: Callable[[str], Path]) -> tuple[Path, ...]:
-    for module in ("torch", "transformers", "triton"):
-        need(module)
-    return (sglang_release("0.5.1"),)
-
-
-@pytest.fixture(scope="module")
-def sglang0517(pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    for module in ("torch", "triton"):
-        need(module)
-    return release_paths(pypi_release)
-
-
-def run_harness(paths: tuple[Path, ...], tier: str, attention: str, **env: str) -> Result:
-    """The harness in a fresh interpreter; ``env`` on top (``SGLANG_SHIMS_DISABLE=...``)."""
-    env = {"H2_BACKEND": attention, **env}
-    env.update({"TRITON_INTERPRET": "1"} if tier != "torch"
-               else {"SGLANG_SHIMS_KERNEL_BACKEND": "torch"})
-    return run_python(SERVE, paths=paths, env=env, timeout=900)
-
-
-def serve(paths: tuple[Path, ...], tier: str, attention: str) -> dict[str, object]:
-    result = run_harness(paths, tier, attention)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = json.loads(result.stdout.strip().splitlines()[-1])
-    assert isinstance(data, dict)
-    assert data["fallback"] == "sgl_kernel is not installed"
-    assert data["backend"] == attention
-    for model in ("qwen3", "llama"):
-        got = data["models"][model]
-        assert got["identical"] == got["of"] == 8, data
-        assert got["max_logit_diff"] < 1e-4, data
-    return data
 
 
 @pytest.mark.parametrize(("tier", "attention"), [("torch", "torch_native"),
                                                  ("triton-interpreter", "triton")])
-def test_batch_serving_matches_transformers(sglang051: tuple[Path, ...], tier: str,
-                                            attention: str) -> None:
-    serve(sglang051, tier, attention)
+def test_batch_serving_matches_transformers(sglang051: Path, tier: str, attention: str) -> None:
+    for module in ("torch", "transformers", "triton"):
+        need(module)
+    serve((sglang051,), tier, attention)
 
 
 @pytest.mark.parametrize("tier", ["torch", "triton-interpreter"])
 def test_sglang_0517_batch_serving_matches_transformers(sglang0517: tuple[Path, ...],
                                                         tier: str) -> None:
+    need("triton")
     data = serve(sglang0517, tier, "torch_native")
     states = data["states"]
     assert isinstance(states, dict)

@@ -19,46 +19,13 @@ from typing import NamedTuple
 
 import pytest
 
-from ..support.run import Result, need, run_python
-from ..support.stacks import IMPORT_EACH
+from ..support.run import need
+from ..support.stacks import failed_imports, failed_without_the_shims, import_graph
+from ..support.transformers5 import transformers_paths
 
 pytestmark = pytest.mark.wheels
 
-SERVING_GRAPH = [
-    "sglang.launch_server",
-    "sglang.srt.entrypoints.http_server",
-    "sglang.srt.entrypoints.engine",
-    "sglang.srt.managers.tokenizer_manager",
-    "sglang.srt.managers.detokenizer_manager",
-    "sglang.srt.managers.scheduler",
-    "sglang.srt.model_executor.model_runner",
-    "sglang.srt.layers.layernorm",
-    "sglang.srt.layers.activation",
-    "sglang.srt.layers.rotary_embedding",
-    "sglang.srt.layers.sampler",
-    "sglang.srt.layers.quantization.awq",
-    "sglang.srt.layers.quantization.gptq",
-    "sglang.srt.layers.moe.topk",
-    "sglang.srt.layers.attention.triton_backend",
-    "sglang.srt.models.llama",
-    "sglang.srt.models.qwen2",
-    "sglang.srt.models.qwen3",
-    "sglang.srt.models.qwen3_moe",
-]
-
-IMPORT_ALL = IMPORT_EACH + """
-import sglang_shims
-import sglang.srt.utils as utils
-states = {k: v["state"] for k, v in sglang_shims.status().items()}
-import transformers
-print(json.dumps({"results": results, "is_cuda": bool(utils.is_cuda()), "states": states,
-                  "transformers": transformers.__version__}))
-"""
-
-
-def import_graph(paths: tuple[Path, ...], **env: str) -> Result:
-    code = IMPORT_ALL.replace("MODULES", repr(SERVING_GRAPH))
-    return run_python(code, paths=paths, env=env, timeout=600)
+PROGRAM = "serving_graph/with_standin_kernel"
 
 
 # (sglang, stand-in sgl-kernel, transformers or None for the installed 4.55.2)
@@ -86,8 +53,6 @@ def stack(request: pytest.FixtureRequest, sglang_release: Callable[[str], Path],
         need(module)
     from sglang_shims.testing.standin import ops_faked_by
 
-    from .patches._transformers import transformers_paths
-
     sglang, kernel, transformers = request.param
     root = sglang_release(sglang)
     newer = transformers_paths(pypi_release, transformers) if transformers else ()
@@ -96,21 +61,18 @@ def stack(request: pytest.FixtureRequest, sglang_release: Callable[[str], Path],
 
 
 def test_serving_graph_imports_under_the_shims(stack: Stack) -> None:
-    result = import_graph(stack.paths)
+    result = import_graph(PROGRAM, stack.paths, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     data = result.json()
     assert isinstance(data, dict)
     assert data["is_cuda"], "the CUDA branches must be the ones taken"
     assert data["transformers"] == (stack.transformers or "4.55.2")
-    failed = {k: v for k, v in data["results"].items() if v != "ok"}
+    failed = failed_imports(data)
     assert failed == {}, json.dumps(failed, indent=1)
     assert data["states"]["sgl-kernel-fused-marlin-moe"] == "applied"
 
 
 def test_serving_graph_fails_without_the_shims(stack: Stack) -> None:
-    result = import_graph(stack.paths, SGLANG_SHIMS="0")
-    data = result.json()
-    assert isinstance(data, dict)
-    failed = {k: v for k, v in data["results"].items() if v != "ok"}
+    failed = failed_without_the_shims(PROGRAM, stack.paths, timeout=600)
     assert failed, "without the shims sglang must not import on this stack"
     assert "sglang.srt.entrypoints.http_server" in failed

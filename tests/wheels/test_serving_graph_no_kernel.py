@@ -17,76 +17,23 @@ The sglang wheel is published for CPython 3.12 only; its Python files are what i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from ..support.run import Result, need, run_python
-from ..support.stacks import IMPORT_EACH
-from .test_serving_graph import SERVING_GRAPH
+from ..support.stacks import failed_imports, failed_without_the_shims, import_graph
 
 pytestmark = pytest.mark.wheels
 
-SGLANG = "0.5.17"
-# 0.5.17's own pins where CI's environment (0.5.1's) differs, and what it adds
-WHEELS = (("transformers", "5.12.1"), ("huggingface_hub", "1.33.0"), ("tokenizers", "0.22.2"),
-          ("flashinfer-python", "0.6.15.post1"), ("xgrammar", "0.2.1"),
-          ("apache-tvm-ffi", "0.1.15.post2"), ("openai", "2.6.1"))
-FOR_PY312 = ("--python-version", "3.12", "--implementation", "cp", "--platform",
-             "manylinux_2_34_x86_64")
-
-IMPORT_ALL = IMPORT_EACH + """
-results = {name: text[:500] for name, text in results.items()}
-out = {"results": results}
-try:
-    import sgl_kernel, transformers, sglang_shims
-    from sgl_kernel.utils import is_arch_support_pdl
-    import torch
-    out["pdl"] = is_arch_support_pdl()
-    out["pdl_type"] = type(is_arch_support_pdl).__name__
-    out["fallback"] = getattr(sgl_kernel, "__sglang_shims_fallback__", None)
-    out["transformers"] = transformers.__version__
-    out["states"] = {k: v["state"] for k, v in sglang_shims.status().items()}
-    out["rmsnorm_op"] = hasattr(torch.ops.sgl_kernel, "rmsnorm")
-except BaseException as exc:
-    out["error"] = f"{type(exc).__name__}: {exc}"[:500]
-print(json.dumps(out))
-"""
+PROGRAM = "serving_graph/no_kernel_0517"
 
 
-def release_paths(pypi_release: Callable[[str, str], Path],
-                  sglang_version: str = SGLANG) -> tuple[Path, ...]:
-    """PYTHONPATH entries for sglang 0.5.17 on CI's environment: its own pins first, then
-    the wheel (also what tests/test_model_forward.py runs 0.5.17's models on).  Another
-    ``sglang_version`` gets the same environment (the JIT-kernel patch tests run 0.5.13's
-    models on it, rather than resolve and install 0.5.13's own 1.7 GB one)."""
-    for module in ("torch", "fastapi", "zmq"):
-        need(module)
-    from sglang_shims.testing import wheels
-
-    try:
-        sglang = wheels.unpack("sglang", sglang_version, pip_args=FOR_PY312)
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    return (*(pypi_release(dist, version) for dist, version in WHEELS), sglang)
-
-
-@pytest.fixture(scope="module")
-def paths(pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    return release_paths(pypi_release)
-
-
-def import_graph(paths: tuple[Path, ...], **env: str) -> Result:
-    code = IMPORT_ALL.replace("MODULES", repr(SERVING_GRAPH))
-    return run_python(code, paths=paths, env=env, timeout=900)
-
-
-def test_serving_graph_imports_with_no_kernel(paths: tuple[Path, ...]) -> None:
-    result = import_graph(paths)
+def test_serving_graph_imports_with_no_kernel(sglang0517: tuple[Path, ...]) -> None:
+    result = import_graph(PROGRAM, sglang0517, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    data = json.loads(result.stdout.strip().splitlines()[-1])
-    failed = {k: v for k, v in data["results"].items() if v != "ok"}
+    data = result.json()
+    assert isinstance(data, dict)
+    failed = failed_imports(data)
     assert failed == {}, json.dumps(failed, indent=1)
     assert "error" not in data, data
     assert data["transformers"] == "5.12.1"
@@ -98,9 +45,7 @@ def test_serving_graph_imports_with_no_kernel(paths: tuple[Path, ...]) -> None:
     assert data["pdl"] is True and data["pdl_type"] != "OptionalSymbol"
 
 
-def test_serving_graph_fails_without_the_shims(paths: tuple[Path, ...]) -> None:
-    result = import_graph(paths, SGLANG_SHIMS="0")
-    data = json.loads(result.stdout.strip().splitlines()[-1])
-    failed = {k: v for k, v in data["results"].items() if v != "ok"}
-    assert "sglang.srt.entrypoints.http_server" in failed, data
+def test_serving_graph_fails_without_the_shims(sglang0517: tuple[Path, ...]) -> None:
+    failed = failed_without_the_shims(PROGRAM, sglang0517, timeout=900)
+    assert "sglang.srt.entrypoints.http_server" in failed, failed
     assert "sgl_kernel" in failed["sglang.srt.models.qwen3"], failed

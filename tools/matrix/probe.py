@@ -1,10 +1,19 @@
-# Run inside one matrix cell (a fresh ``python -S`` after tests.conftest.FAKE_CUDA, and the
+# Run inside one matrix cell (a fresh ``python -S`` after tests/programs/fake_cuda.py, and the
 # shims' activation line in a shims cell): (i) import the release's serving graph, (ii) when
 # MATRIX_MODEL=1, build a tiny Qwen3 and Llama with random weights and run one prefill and
 # two decode steps through sglang's own model classes, KV pools and torch-native attention,
 # greedy tokens compared with transformers' generate().  Prints one JSON line last.
 # Harness only: it fakes what a CUDA machine would answer, never a version skew.
-import contextlib, dataclasses, importlib, inspect, json, os, sys, time, traceback, types
+import contextlib
+import dataclasses
+import importlib
+import inspect
+import json
+import os
+import sys
+import time
+import traceback
+import types
 
 GRAPH = [
     "sglang.launch_server", "sglang.srt.entrypoints.http_server",
@@ -49,7 +58,7 @@ def import_graph():
         try:
             importlib.import_module(name)
             results[name] = "ok"
-        except BaseException as exc:  # noqa: BLE001 - a cell records every failure
+        except BaseException as exc:  # a cell records every failure
             results[name] = _first_line(exc)
             if first is None:
                 first = {"module": name, "error": _first_line(exc), "at": _origin(exc)}
@@ -87,18 +96,27 @@ def call(fn, **kw):
     return fn(**kw)
 
 
+def with_defaults(cls):
+    """An instance of ``cls`` made without ``__init__``/``__post_init__``: each dataclass
+    field at its default (None where it has none)."""
+    obj = cls.__new__(cls)
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            setattr(obj, f.name, f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            setattr(obj, f.name, f.default_factory())
+        else:
+            setattr(obj, f.name, None)
+    return obj
+
+
 def server_args():
     """sglang's own ServerArgs with its field defaults (``__post_init__`` would probe the
     model and the GPU), registered as the global one where the release has that."""
     from sglang.srt import server_args as module
     cls = module.ServerArgs
     if dataclasses.is_dataclass(cls):
-        sa = cls.__new__(cls)
-        for f in dataclasses.fields(cls):
-            if f.default is not dataclasses.MISSING: setattr(sa, f.name, f.default)
-            elif f.default_factory is not dataclasses.MISSING:
-                setattr(sa, f.name, f.default_factory())
-            else: setattr(sa, f.name, None)
+        sa = with_defaults(cls)
     else:  # 0.5.20+: a msgspec Struct, whose __post_init__ runs on every construction
         import msgspec
 
@@ -140,7 +158,7 @@ def setup():
     if context is not None and hasattr(context, "publish"):
         try:
             call(context.publish, server_args=SERVER_ARGS[0], role="scheduler")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise HarnessError(f"runtime_context.publish: {_first_line(exc)}") from exc
     # the groups live on the CPU (from 0.5.9 a CUDA group makes tensors on its device)
     saved = getattr(ps, "is_cuda_alike", None)
@@ -157,14 +175,14 @@ def setup():
     get_parallel = getattr(context, "get_parallel", None)
     if get_parallel is not None and hasattr(get_parallel(), "override_permanently"):
         try:
-            get_parallel().tp_rank
+            get_parallel().tp_rank  # noqa: B018  (reading it raises on 0.5.22+)
         except RuntimeError:  # 0.5.22+: each process reads its ranks from a published bundle;
             # this one process is rank 0 of every group (world size 1)
             fields = getattr(context, "_parallel_fields", frozenset)()
             try:
                 get_parallel().override_permanently(
                     **{name: 0 for name in fields if name.endswith("_rank")})
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise HarnessError(f"ranks of a one-process world: {_first_line(exc)}") from exc
     init = getattr(dp_attention, "initialize_dp_attention", None)
     if init is None:
@@ -204,16 +222,13 @@ def runner():
 def batch(mr, mode, **fields):
     import torch
     from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch
-    fb = ForwardBatch.__new__(ForwardBatch)
-    for f in dataclasses.fields(ForwardBatch):
-        if f.default is not dataclasses.MISSING: setattr(fb, f.name, f.default)
-        elif f.default_factory is not dataclasses.MISSING: setattr(fb, f.name, f.default_factory())
-        else: setattr(fb, f.name, None)
+    fb = with_defaults(ForwardBatch)
     fb.forward_mode, fb.batch_size, fb.return_logprob = mode, len(LENS), False
     fb.capture_hidden_mode = CaptureHiddenMode.NULL
     fb.req_to_token_pool, fb.token_to_kv_pool = mr.req_to_token_pool, mr.token_to_kv_pool
     fb.attn_backend, fb.req_pool_indices = mr.attn_backend, torch.arange(len(LENS))
-    for k, v in fields.items(): setattr(fb, k, v)
+    for k, v in fields.items():
+        setattr(fb, k, v)
     fb.seq_lens_cpu, fb.seq_lens_sum = fb.seq_lens.clone(), int(fb.seq_lens.sum())
     return fb
 
@@ -236,7 +251,7 @@ def serve(model, mr, prompts):
     slots = [torch.tensor([next(free) for _ in range(n)]) for n in LENS]
     for i, s in enumerate(slots):
         table[i, :len(s)] = s.to(table.dtype)
-    fb = batch(mr, ForwardMode.EXTEND, input_ids=torch.tensor(sum(prompts, [])),
+    fb = batch(mr, ForwardMode.EXTEND, input_ids=torch.tensor([t for p in prompts for t in p]),
                positions=torch.cat([torch.arange(n) for n in LENS]), seq_lens=torch.tensor(LENS),
                extend_seq_lens=torch.tensor(LENS, dtype=torch.int32), extend_seq_lens_cpu=LENS,
                extend_prefix_lens=torch.zeros(len(LENS), dtype=torch.int32),
@@ -262,7 +277,8 @@ def serve(model, mr, prompts):
 
 
 def model_check():
-    import torch, transformers
+    import torch
+    import transformers
     try:
         setup()
         mr_factory = runner
@@ -312,17 +328,17 @@ out["graph"] = {"ok": first is None, "failed": sum(v != "ok" for v in results.va
 if os.environ.get("MATRIX_MODEL") == "1":
     try:
         out["model"] = model_check()
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         out["model"] = {"ok": False, "error": _first_line(exc), "at": _origin(exc, 4)}
 try:
     import transformers
     out["transformers_version"] = transformers.__version__
-except BaseException as exc:  # noqa: BLE001
+except BaseException:
     out["transformers_version"] = None
 kernel = sys.modules.get("sgl_kernel")
 out["kernel_loaded"] = (None if kernel is None else
-                 getattr(kernel, "__sglang_shims_fallback__", None) and "fallback"
-                 or getattr(kernel, "__version__", "?"))
+                        (getattr(kernel, "__sglang_shims_fallback__", None) and "fallback")
+                        or getattr(kernel, "__version__", "?"))
 if "sglang_shims" in sys.modules:
     import sglang_shims
     out["acted"] = sorted(k for k, v in sglang_shims.status().items()

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from sglang_shims.cli.doctor.tested import tidy
-
 from tests.support.run import REPO
+
 from .run import DATA, RELAX, load, replacements
 
 MD = REPO / "docs" / "compatibility.md"

@@ -17,10 +17,10 @@ column of the matrix (none, a stand-in of the pinned kernel, a stand-in of a new
 The sglang wheel itself is unpacked from the wheel cache (:mod:`sglang_shims.testing`).
 
 A cell is one ``python -S`` process (``tools/matrix/probe.py``): CUDA faked as the CPU
-tests fake it (``tests/programs/fake_cuda.py``), the serving graph imported, and with no kernel installed the tiny
-Qwen3/Llama model check.  ``SGLANG_SHIMS=0`` and no activation for stock; the ``.pth``
-line for the shims.  Results merge into the data file release by release, so an
-interrupted run keeps what it finished.
+tests fake it (``tests/programs/fake_cuda.py``), the serving graph imported, and with no
+kernel installed the tiny Qwen3/Llama model check.  ``SGLANG_SHIMS=0`` and no activation
+for stock; the ``.pth`` line for the shims.  Results merge into the data file release by
+release, so an interrupted run keeps what it finished.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from sglang_shims.testing import standin, wheels
-
 from tests.support.programs import FAKE_CUDA
 from tests.support.run import ACTIVATE, REPO, SITE_PACKAGES, clean_env
 
