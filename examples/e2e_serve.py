@@ -65,6 +65,7 @@ import platform
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -635,7 +636,8 @@ def speed(key: str, cmd: list[str], model: Path, out: Path, env: dict[str, str],
                 "tok_per_s": rates, "median_tok_per_s": round(percentile(rates, 50), 1),
                 "step_ms_p50": round(1e3 * percentile(steps, 50), 3),
                 "step_ms_p99": round(1e3 * percentile(steps, 99), 3),
-                "steps": len(steps), "steps_without_graph": no_graph}
+                "steps": len(steps), "steps_without_graph": no_graph,
+                "step_ms": [round(1e3 * x, 3) for x in steps]}
         ttft = [server.generate([p], 1)[1] for p in long_prompts(reps)]
         result["ttft_s"] = ttft
         result["ttft_median_s"] = round(percentile(ttft, 50), 4)
@@ -676,6 +678,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batches", default="1,8,32,64")
     parser.add_argument("--decode", type=int, default=128, help="tokens per throughput run")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--servers", type=int, default=1,
+                        help="servers per speed run, started in alternation (A B A B ...):"
+                             " the spread between servers of one stack is measured and a"
+                             " ratio is judged only where it exceeds that spread")
     parser.add_argument("--long-prompt", type=int, default=3000, help="TTFT prompt tokens")
     parser.add_argument("--tp", type=int, default=1,
                         help="tensor-parallel size of every server (one scheduler per rank)")
@@ -856,9 +862,9 @@ def main(argv: list[str] | None = None) -> int:
                         zip(run["tokens"], real, strict=False))
         save(args.out, results)  # kept even if a speed run is cut short
     batches = [int(b) for b in args.batches.split(",") if b]
-    for spec_run in runs["speed"]:
-        mode, tier, name, key = (spec_run["mode"], spec_run["tier"], spec_run["model"],
-                                 spec_run["key"])
+    for server_no, spec_run in speed_order(runs["speed"], args.servers):
+        mode, tier, name = spec_run["mode"], spec_run["tier"], spec_run["model"]
+        key = spec_run["key"] + (f"#{server_no}" if args.servers > 1 else "")
         env = mode_env(mode, kernel_dir, broken)
         if tier == "torch":
             env["SGLANG_SHIMS_KERNEL_BACKEND"] = "torch"
@@ -876,7 +882,10 @@ def main(argv: list[str] | None = None) -> int:
         run["model_shape"] = (args.speed_model or "correctness model") if name == "qwen3" \
             else "correctness model"
         results[key] = run
-        print(json.dumps({key: run}), flush=True)
+        print(json.dumps({key: {k: v for k, v in run.items() if k != "batches"}}), flush=True)
+        if args.servers > 1 and server_no == args.servers:
+            results[spec_run["key"]] = combine(
+                [results[f"{spec_run['key']}#{n}"] for n in range(1, args.servers + 1)])
         save(args.out, results)
     print(save(args.out, results))
     return 0 if passed(results) else 1
@@ -1010,11 +1019,64 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def speed_order(speeds: list[dict[str, str]], servers: int) -> list[tuple[int, dict[str, str]]]:
+    """(server number, run) in the order they start: A1 B1 A2 B2 ..., so that whatever
+    drifts over a call (clocks, temperature, a neighbour's load) falls on every stack."""
+    return [(n, run) for n in range(1, servers + 1) for run in speeds]
+
+
+def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several servers of one stack as one row: per batch, the median of the servers'
+    medians, the spread between servers ((max - min) / median of their medians: how much
+    two servers of the same stack differ), and step percentiles over every server's steps
+    pooled; TTFT the median over all; compilations summed."""
+    out: dict[str, Any] = {"servers": len(runs), "batches": {},
+                           "mode": runs[0].get("mode"), "model": runs[0].get("model"),
+                           "mode_problem": next((r["mode_problem"] for r in runs
+                                                 if r.get("mode_problem")), None)}
+    errors = [r["error"] for r in runs if "error" in r]
+    if errors:
+        out["error"] = "; ".join(errors)
+    for b in sorted({b for r in runs for b in r.get("batches", {})}, key=int):
+        got = [r["batches"][b] for r in runs if b in r.get("batches", {})]
+        medians = [g["median_tok_per_s"] for g in got]
+        steps = [x for g in got for x in g.get("step_ms", [])]
+        middle = statistics.median(medians)
+        out["batches"][b] = {
+            "tok_per_s": [x for g in got for x in g["tok_per_s"]],
+            "server_medians": medians, "median_tok_per_s": round(middle, 1),
+            "spread": round((max(medians) - min(medians)) / middle, 4) if middle else None,
+            "step_ms_p50": round(percentile(steps, 50), 3) if steps else None,
+            "step_ms_p99": round(percentile(steps, 99), 3) if steps else None,
+            "steps": len(steps),
+            "steps_without_graph": sum(g["steps_without_graph"] for g in got)}
+    ttft = [t for r in runs for t in r.get("ttft_s", [])]
+    if ttft:
+        out["ttft_s"], out["ttft_median_s"] = ttft, round(statistics.median(ttft), 4)
+        out["ttft_server_medians"] = [r.get("ttft_median_s") for r in runs]
+    out["compiled_during_timing"] = sum(r.get("compiled_during_timing") or 0 for r in runs)
+    return out
+
+
+def judged(ratio: float, spread: float | None, goal: float) -> str:
+    """A ratio read against the noise between servers: met, not met, or within the spread
+    (two servers of one stack differ by more than the gap: no verdict)."""
+    if spread is not None and abs(ratio - 1.0) <= spread:
+        return "within spread"
+    return "met" if ratio >= goal else "NOT met"
+
+
 def ratios(results: dict[str, Any], batches: list[int]) -> list[str]:
-    """Triton tier over stock AOT and over the eager tier, per batch size."""
+    """Triton tier over stock AOT and over the eager tier, per batch size; with several
+    servers per stack, each ratio with the larger of the two stacks' spreads and its
+    verdict, and the TTFT and p99/p50 goals."""
     def rate(key: str, b: int) -> float | None:
         got = results.get(key, {}).get("batches", {}).get(str(b))
         return got["median_tok_per_s"] if got else None
+
+    def spread(key: str, b: int) -> float | None:
+        got = results.get(key, {}).get("batches", {}).get(str(b))
+        return got.get("spread") if got else None
 
     out = ["", "| ratio (decode tok/s) | " + " | ".join(f"batch {b}" for b in batches)
            + " | goal |", "|---|" + "---|" * len(batches) + "---|"]
@@ -1029,9 +1091,46 @@ def ratios(results: dict[str, Any], batches: list[int]) -> list[str]:
             cells = []
             for b in batches:
                 a, o = rate(f"{prefix}none-triton", b), rate(other, b)
-                cells.append(f"{a / o:.2f}x" if a and o else "-")
+                if not (a and o):
+                    cells.append("-")
+                    continue
+                noise = [x for x in (spread(f"{prefix}none-triton", b), spread(other, b))
+                         if x is not None]
+                if noise:
+                    cells.append(f"{a / o:.2f}x (spread {max(noise):.0%}:"
+                                 f" {judged(a / o, max(noise), goal)})")
+                else:
+                    cells.append(f"{a / o:.2f}x")
             out.append(f"| {model}{label} | " + " | ".join(cells) + f" | >= {goal}x |")
+        out += _latency_goals(results, prefix, model, batches)
     return out
+
+
+def _latency_goals(results: dict[str, Any], prefix: str, model: str,
+                   batches: list[int]) -> list[str]:
+    """TTFT against the stock server (stock / ours >= 1.0) and p99 step <= 1.5x p50 for
+    every stack timed."""
+    lines = []
+    ours, stock = f"{prefix}none-triton", f"{prefix}real-aot"
+    t_ours, t_stock = (results.get(k, {}).get("ttft_median_s") for k in (ours, stock))
+    if t_ours and t_stock:
+        ratio = t_stock / t_ours
+        lines.append(f"| {model}TTFT, stock / Triton tier | {ratio:.2f}x"
+                     f" ({'met' if ratio >= 1.0 else 'NOT met'})"
+                     + " | -" * (len(batches) - 1) + " | >= 1.0x |")
+    for key in (ours, stock, f"{prefix}none-torch"):
+        if key not in results:
+            continue
+        cells = []
+        for b in batches:
+            got = results[key].get("batches", {}).get(str(b))
+            if not got or not got.get("step_ms_p50"):
+                cells.append("-")
+                continue
+            tail = got["step_ms_p99"] / got["step_ms_p50"]
+            cells.append(f"{tail:.2f} ({'met' if tail <= 1.5 else 'NOT met'})")
+        lines.append(f"| {model}{key}: step p99 / p50 | " + " | ".join(cells) + " | <= 1.5 |")
+    return lines
 
 
 if __name__ == "__main__":

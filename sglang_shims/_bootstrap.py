@@ -397,7 +397,12 @@ def load_sibling(name: str) -> "ModuleType":
     return module
 
 
-def extra_targets(value: str, limit: int = 1 << 16) -> "set[str]":
+EXTRA_HEAD = 1 << 16
+"""How much of an extra manifest start-up reads to find its ``[target]`` (the loader
+refuses a manifest whose target lies further in, so that nothing is silently missed)."""
+
+
+def extra_targets(value: str, limit: int = EXTRA_HEAD) -> "set[str]":
     """Modules targeted by the manifests in ``SGLANG_SHIMS_PATH`` folders, read cheaply.
 
     Only the ``[target]`` module line of each ``<folder>/<id>/manifest.toml`` is read (a

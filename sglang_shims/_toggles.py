@@ -58,15 +58,16 @@ class Toggles:
         main = env("SGLANG_SHIMS", environ)
         if main is not None and main.lower() not in OFF | ON:
             self.problems.append(
-                f"SGLANG_SHIMS={main!r} is neither on (1/true/on/yes) nor off (0/false/off/no);"
-                " treating it as on"
+                f"SGLANG_SHIMS={_short(main)} is neither on (1/true/on/yes) nor off"
+                " (0/false/off/no); treating it as on"
             )
         self.disable = split_ids(env("SGLANG_SHIMS_DISABLE", environ))
         self.enable = split_ids(env("SGLANG_SHIMS_ENABLE", environ))
         strict = env("SGLANG_SHIMS_STRICT", environ)
         self.strict = strict is not None and strict.lower() in ON
         if strict is not None and strict.lower() not in ON | OFF:
-            self.problems.append(f"SGLANG_SHIMS_STRICT={strict!r} is not 0/1; strict mode is off")
+            self.problems.append(
+                f"SGLANG_SHIMS_STRICT={_short(strict)} is not 0/1; strict mode is off")
         backend = env("SGLANG_SHIMS_KERNEL_BACKEND", environ)
         if backend is not None and backend.lower() not in KERNEL_BACKENDS:
             self.problems.append(

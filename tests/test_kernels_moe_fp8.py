@@ -682,7 +682,7 @@ def _doctor_model(tmp_path: pytest.TempPathFactory | object, config: object) -> 
     import json
     from pathlib import Path
 
-    from sglang_shims.cli.doctor.model_ops import check_model
+    from sglang_shims.cli.doctor.checks.model_coverage import check_model
 
     folder = Path(str(tmp_path))
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
@@ -711,7 +711,7 @@ def test_doctor_model_ops_unreadable(tmp_path: object) -> None:
     import os
     from pathlib import Path
 
-    from sglang_shims.cli.doctor.model_ops import check_model
+    from sglang_shims.cli.doctor.checks.model_coverage import check_model
 
     base = Path(str(tmp_path))
     (base / "dir" / "config.json").mkdir(parents=True)

@@ -100,6 +100,14 @@ def extra_roots(value: str | None) -> tuple[list[Path], list[str]]:
     return roots, warnings
 
 
+def _at_most(lines: list[str], keep: int, what: str) -> list[str]:
+    """The first ``keep`` lines and one that counts the rest: a variable with thousands of
+    entries costs one screen of warnings in every process, not thousands of lines."""
+    if len(lines) <= keep + 1:
+        return lines
+    return [*lines[:keep], f"... and {len(lines) - keep} more {what}"]
+
+
 def code_name_problem(code: str) -> str | None:
     """Why a manifest's ``code`` is not a plain file name inside its patch folder."""
     seps = {"/", os.sep, os.altsep or "/"}
@@ -124,6 +132,27 @@ def _read_extra_manifest(folder: Path) -> str:
     """The manifest's text, read without following a link, from a file only you or root
     could have written (raises :class:`sglang_shims._trust.NotPrivate` otherwise)."""
     return _trust.read_file(folder / MANIFEST, root_too=True).decode("utf-8")
+
+
+def _unseen_target(text: str, manifest: Manifest) -> str | None:
+    """Why interpreter start-up would not see this extra manifest's target, or None.
+
+    Start-up learns which imports must wake the engine by reading only the head of each
+    extra manifest (``_bootstrap.extra_targets``).  A ``[target]`` that reader does not
+    find there would never wake anything while ``list`` said the patch applies, so the
+    manifest is refused, with the reason, wherever it is read.
+    """
+    from .._bootstrap import EXTRA_HEAD, _target_of
+
+    head = text.encode("utf-8")[:EXTRA_HEAD].decode("utf-8", "replace")
+    seen = _target_of(head)
+    if seen == manifest.target:
+        return None
+    where = ("it lies past the first 64 KiB, which is all start-up reads" if seen is None
+             and _target_of(text) == manifest.target else
+             "start-up's reader of the [target] module line cannot read it there")
+    return (f"[target] module {manifest.target!r} would never wake the engine: {where};"
+            " put the [target] table near the top as a plain `module = \"...\"` line")
 
 
 def _patch_folders(root: Path) -> list[Path]:
@@ -161,7 +190,7 @@ def load(extra_path: str | None = None, include_builtin: bool = True,
             catalog.manifests += shipped
             seen.update((m.id, str(m.folder)) for m in shipped)
     roots, refused = extra_roots(extra_path)
-    catalog.warnings += refused
+    catalog.warnings += _at_most(refused, 3, "SGLANG_SHIMS_PATH entries refused")
     sources.extend((root, str(root)) for root in roots)
     for root, source in sources:
         for folder in _patch_folders(root):
@@ -177,8 +206,15 @@ def load(extra_path: str | None = None, include_builtin: bool = True,
             except _trust.NotPrivate as exc:
                 catalog.errors[folder.name] = f"refused: {exc}"
                 continue
-            except (ManifestError, OSError, UnicodeDecodeError) as exc:
+            except UnicodeDecodeError as exc:
+                catalog.errors[folder.name] = (f"manifest invalid: {where} is not UTF-8 text"
+                                               f" (byte {exc.start})")
+                continue
+            except (ManifestError, OSError) as exc:
                 catalog.errors[folder.name] = f"manifest invalid: {exc}"
+                continue
+            if extra and (problem := _unseen_target(text, manifest)):
+                catalog.errors[folder.name] = f"manifest invalid: {where}: {problem}"
                 continue
             if manifest.code is not None and (problem := (
                     extra_problem(folder, manifest.code) if extra

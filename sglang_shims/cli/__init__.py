@@ -88,9 +88,16 @@ def cmd_list(args: argparse.Namespace) -> int:
             for v in result.views]
     text = _render.table(["id", "state", "reason", "summary"], rows, wrap={2}, trim={3},
                          style=_style(args), colours=[{}, _render.STATE_COLOUR])
-    data = {"patches": [v.as_dict() for v in result.views], "warnings": result.warnings()}
+    data = {"patches": [v.as_dict() for v in result.views], "warnings": result.warnings(),
+            "not_loaded": dict(result.catalog.errors)}
     _emit(args, data, text + _warnings_text(result.warnings()))
-    return ExitCode.OK
+    return _not_loaded_exit(result.catalog.errors)
+
+
+def _not_loaded_exit(errors: dict[str, str]) -> int:
+    """A patch folder that could not be loaded is a problem for every command that lists
+    patches: it would never apply, and a script gating on the exit code must see that."""
+    return ExitCode.PROBLEM if errors else ExitCode.OK
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -145,14 +152,19 @@ def cmd_check(args: argparse.Namespace) -> int:
     if skipped:
         text += "\n\nnot checked (they would not act here):\n" + _render.table(
             ["id", "state", "reason"], skipped, wrap={2}, style=style)
-    text += f"\n\n{len(drifted)} drifted, {len(checked) - len(drifted)} ok"
+    errors = result.catalog.errors
+    if errors:
+        text += "\n\nnot loaded (they can never apply):\n" + _render.table(
+            ["folder", "why"], sorted(errors.items()), wrap={1}, style=style)
+    text += (f"\n\n{len(drifted)} drifted, {len(checked) - len(drifted)} ok"
+             + (f", {len(errors)} not loaded" if errors else ""))
     data = {"checked": [{"id": v.manifest.id, "state": v.judged.state,
                          "fingerprints": v.judged.fingerprints,
                          "reason": v.judged.reason} for v in checked],
             "skipped": [{"id": i, "state": s, "reason": r} for i, s, r in skipped],
-            "drifted": [v.manifest.id for v in drifted]}
+            "drifted": [v.manifest.id for v in drifted], "not_loaded": dict(errors)}
     _emit(args, data, text)
-    return ExitCode.PROBLEM if drifted else ExitCode.OK
+    return ExitCode.PROBLEM if drifted or errors else ExitCode.OK
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ only where it cannot end up as escape codes in a file or a pipe (pytest's
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import textwrap
 from collections.abc import Collection, Sequence
@@ -54,8 +55,19 @@ class Style:
 PLAIN = Style(False)
 
 
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters a terminal acts on instead of showing: C0/C1 controls (escape sequences
+start with one) and the bidirectional overrides that reorder what a line seems to say."""
+
+
+def visible(text: str) -> str:
+    """``text`` with every character a terminal would act on shown as its escape
+    (``\\x1b``, ``\\u202e``): manifests and reports are written by others."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _one_line(value: object) -> str:
-    return " ".join(str(value).split())
+    return visible(" ".join(str(value).split()))
 
 
 def _trim(text: str, width: int) -> str:

@@ -1,13 +1,13 @@
 """Aggregate the per-process reports of one run: did every process get every patch?
 
-Each process writes ``<dir>/<pid>.json`` (see :mod:`_report`).  For each patch the
+Each process writes ``<dir>/<pid>.json`` (see :mod:`sglang_shims.engine.record`); the
+launcher adds ``launch.json``, what it started or why it could not.  For each patch the
 summary says "applied in 3/3 processes" or lists the processes that differ and why;
 a failed or drifted patch anywhere, or processes that disagree, is a problem.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass, field
@@ -16,6 +16,8 @@ from typing import Any
 
 from .. import _trust
 from .._bootstrap import env
+from ..launch import LAUNCH_RECORD
+from . import jsonfile
 from . import render as _table
 
 
@@ -161,6 +163,35 @@ def label(process: dict[str, Any]) -> str:
     return role
 
 
+MAX_REPORT_BYTES = 16 << 20
+"""A report is a few kilobytes; one this large is not one of ours."""
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """One process report, or ValueError/OSError with a one-line reason: another user's
+    file or a link (``_trust``), too large or too deep, not JSON, or not a report."""
+    data = jsonfile.loads(_trust.read_file(path), max_bytes=MAX_REPORT_BYTES)
+    if not isinstance(data, dict):
+        raise ValueError(f"not a report (a JSON {type(data).__name__}, not an object)")
+    missing = [key for key in ("process", "patches") if not isinstance(data.get(key), dict)]
+    if missing:
+        raise ValueError(f"not a report (no {' or '.join(map(repr, missing))} object)")
+    return data
+
+
+def _launch_problem(directory: Path) -> str | None:
+    """Why the launcher did not start the run in ``directory``, from its record."""
+    path = directory / LAUNCH_RECORD
+    if not os.path.lexists(path):
+        return None
+    try:
+        record = jsonfile.loads(_trust.read_file(path), max_bytes=1 << 20)
+        failed = record.get("failed") if isinstance(record, dict) else "unreadable record"
+    except (OSError, ValueError) as exc:
+        return f"the launcher's record {path.name} is unreadable: {exc}"
+    return f"this run never started: {failed}" if failed else None
+
+
 def aggregate(directory: Path) -> Summary:
     summary = Summary(directory)
     try:
@@ -170,31 +201,40 @@ def aggregate(directory: Path) -> Summary:
     except OSError as exc:
         summary.problems.append(f"{directory} not read: {exc}")
         return summary
-    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+    never_started = _launch_problem(directory) if directory.is_dir() else None
+    if never_started:
+        summary.problems.append(never_started)
+    reports = sorted(p for p in directory.glob("*.json") if p.stem.isdigit()) \
+        if directory.is_dir() else []
+    for path in reports:
         try:  # a link, or a file another user made, is skipped with the reason
-            data = json.loads(_trust.read_file(path))
-            process = data["process"]
-            patches = data["patches"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            data = read_report(path)
+        except (OSError, ValueError) as exc:
             summary.unreadable.append(f"{path.name}: {exc}")
             continue
-        applied = sum(1 for p in patches.values() if p.get("state") == "applied")
+        process, patches = data["process"], data["patches"]
+        applied = sum(1 for p in patches.values()
+                      if isinstance(p, dict) and p.get("state") == "applied")
         if process.get("helper"):
             summary.helpers.append({**process, "applied": applied})
             continue
         summary.processes.append({**process, "applied": applied})
-        for patch_id, entry in patches.items():
+        for patch_id, raw in patches.items():
+            entry = raw if isinstance(raw, dict) else {"state": "?", "reason": repr(raw)}
             state = entry.get("state", "?")
             summary.patches.setdefault(patch_id, {}).setdefault(state, []).append(
                 {"pid": process.get("pid"), "role": process.get("role"),
                  "reason": entry.get("reason", "")})
             _add_models(summary, process, patch_id, entry)
-            if state in ("failed", "drifted", "stale", "bypassed"):  # not in effect
+            if state in NOT_IN_EFFECT:
                 summary.problems.append(
                     f"{patch_id} {state} in pid {process.get('pid')}: {entry.get('reason')}")
+    if summary.unreadable:
+        summary.problems.append(f"{len(summary.unreadable)} report(s) could not be read, so"
+                                " the processes that wrote them are not judged")
     if not directory.is_dir():
         summary.problems.append(f"no report directory {directory}: it does not exist")
-    elif not summary.processes:
+    elif not summary.processes and not never_started:
         summary.problems.append(f"no process reports in {directory}: was the run started"
                                 " with SGLANG_SHIMS_REPORT_DIR set to it, or with"
                                 " `sglang-shims launch`?")
@@ -205,3 +245,8 @@ def aggregate(directory: Path) -> Summary:
         if len(acted) > 1:
             summary.problems.append(f"{patch_id}: processes disagree ({summary.verdict(patch_id)})")
     return summary
+
+
+NOT_IN_EFFECT = ("failed", "drifted", "stale", "bypassed")
+"""States whose report means the patch's code is not doing what it was meant to: each is a
+problem, so ``status`` exits non-zero."""

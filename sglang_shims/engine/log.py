@@ -32,7 +32,9 @@ def configure() -> tuple[logging.Logger, str | None]:
     problem = None
     level = LEVELS.get(raw or "warning")
     if level is None:
-        problem = f"SGLANG_SHIMS_LOG={raw!r} is not one of {sorted(LEVELS)}; using warning"
+        from .._toggles import _short  # the one way a value is echoed: cut, never whole
+
+        problem = f"SGLANG_SHIMS_LOG={_short(raw)} is not one of {sorted(LEVELS)}; using warning"
         level = logging.WARNING
     logger.setLevel(level)
     if not any(isinstance(h, _StderrHandler) for h in logger.handlers):

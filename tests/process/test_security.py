@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -81,7 +82,8 @@ def owner(path: Path) -> int:
 def launch(arena: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``python -m sglang_shims.launch script.py`` as root, with ``arena/tmp`` as TMPDIR."""
     script = arena / "script.py"
-    script.write_text("import os\nprint(os.getpid())\n")
+    script.write_text("import os, pathlib\nprint(os.getpid())\n"
+                      f"pathlib.Path({str(arena / 'ran')!r}).write_text('')\n")
     full = clean_env(PYTHONPATH=str(REPO), TMPDIR=str(arena / "tmp"), **env)
     return subprocess.run([sys.executable, "-m", "sglang_shims.launch", *args, str(script)],
                           env=full, capture_output=True, text=True, timeout=120, check=False)
@@ -209,9 +211,11 @@ def test_report_is_never_written_through_a_planted_link(arena: Path, whose: str,
     assert stat.S_ISREG(written.lstat().st_mode) and not (own / f".{pid}.json.tmp").exists()
 
 
-def test_a_process_refuses_a_shared_report_dir_and_keeps_running(arena: Path) -> None:
-    """The same through a real process: SGLANG_SHIMS_REPORT_DIR names a folder the
-    other user made; one warning, exit 0, nothing written there."""
+def test_a_shared_report_dir_stops_the_launcher_not_a_process(arena: Path) -> None:
+    """The same through real processes: the report folder names a folder the other user
+    made.  The launcher, told so on its command line, stops before running anything
+    (exit 2, the reason, nothing written); a process that only inherits the setting
+    warns once and keeps running."""
     shared = arena / "tmp" / "theirs"
 
     def plant() -> None:
@@ -220,9 +224,15 @@ def test_a_process_refuses_a_shared_report_dir_and_keeps_running(arena: Path) ->
 
     as_other(plant)
     result = launch(arena, "--report-dir", str(shared))
-    assert result.returncode == 0, result.stderr
-    assert f"cannot write the report to {shared}" in result.stderr
-    assert "owned by uid 65534" in result.stderr
+    assert result.returncode == 2, result.stderr
+    assert f"cannot keep process reports in {shared}" in result.stderr
+    assert "owned by uid 65534" in result.stderr and "Traceback" not in result.stderr
+    assert not (arena / "ran").exists()
+    proc = run_python("import sglang_shims; sglang_shims.install(); print('still running')",
+                      env={"SGLANG_SHIMS_REPORT_DIR": str(shared), "TMPDIR": str(arena / "tmp")})
+    assert proc.returncode == 0 and "still running" in proc.stdout, proc.stderr
+    assert f"cannot write the report to {shared}" in proc.stderr
+    assert "owned by uid 65534" in proc.stderr
     assert list(shared.iterdir()) == []
 
 
@@ -388,6 +398,14 @@ def refused_cases(arena: Path) -> tuple[list[Path], dict[str, str], dict[str, st
     os.chown(folder, 0, OTHER)
     folder.chmod(0o775)
     refused["i-group-folder"] = "i-group-folder is group-writable (gid 65534)"
+    code = patch_folder(sp / "I2", "i-group-code", evil) / "patch.py"
+    os.chown(code, 0, OTHER)
+    code.chmod(0o664)
+    refused["i-group-code"] = "patch.py is group-writable (gid 65534)"
+    manifest = patch_folder(sp / "I3", "i-group-manifest", evil) / "manifest.toml"
+    os.chown(manifest, 0, OTHER)
+    manifest.chmod(0o664)
+    refused["i-group-manifest"] = "manifest.toml is group-writable (gid 65534)"
     os.chown(patch_folder(sp / "J", "j-their-code", evil) / "patch.py", OTHER, OTHER)
     refused["j-their-code"] = "patch.py is owned by uid 65534"
     (sp / "K").mkdir()
@@ -502,3 +520,25 @@ def test_wheel_cache_follows_xdg_and_refuses_a_folder_another_user_owns(
     monkeypatch.setenv("SGLANG_SHIMS_WHEEL_CACHE", str(theirs))
     with pytest.raises(RuntimeError, match="owned by uid 65534"):
         wheels.cache_dir()
+
+
+@pytest.mark.parametrize("mode", [0o620, 0o602])
+def test_a_report_or_lock_file_others_may_write_is_refused(tmp_path: Path, mode: int) -> None:
+    """What we read back (a report) or lock with (a lock file) must be ours alone: a
+    file in our own folder that another group or everyone may write is refused like a
+    foreign one, by the reader and by the lock."""
+    folder = tmp_path / "ours"
+    folder.mkdir(mode=0o700)
+    report = folder / "123.json"
+    report.write_text("{}")
+    os.chown(report, 0, OTHER)
+    report.chmod(mode)
+    kind = re.escape("group-writable (gid 65534)" if mode & 0o020 else "world-writable")
+    with pytest.raises(_trust.NotPrivate, match=kind):
+        _trust.read_file(report)
+    lock = folder / "x.lock"
+    lock.write_text("")
+    os.chown(lock, 0, OTHER)
+    lock.chmod(mode)
+    with pytest.raises(_trust.NotPrivate, match=kind):
+        os.close(_trust.open_lock(folder, "x.lock"))

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from sglang_shims.cli import doctor
-from sglang_shims.cli.doctor import tested
+from sglang_shims.cli.doctor.checks import tested
 from sglang_shims.engine.gates import Environment
 from tools.matrix import render, run
 

@@ -559,3 +559,48 @@ def test_hybrid_script_gives_the_real_kernel_to_its_probes_only(
     [(cmd, env)] = serves
     assert env["PYTHONPATH"] == "/site"
     assert cmd[cmd.index("--kernel-dir") + 1] == str(kernel)
+
+
+def _speed_run(medians: list[float], steps: list[float], ttft: float) -> dict[str, Any]:
+    return {"mode": "none", "model": "qwen3", "ttft_s": [ttft], "ttft_median_s": ttft,
+            "compiled_during_timing": 1,
+            "batches": {"1": {"tok_per_s": medians, "median_tok_per_s": medians[0],
+                              "steps_without_graph": 0, "step_ms": steps}}}
+
+
+def test_servers_alternate_between_stacks(e2e: ModuleType) -> None:
+    a, b = {"key": "speed-none-triton"}, {"key": "speed-real-aot"}
+    assert e2e.speed_order([a, b], 2) == [(1, a), (1, b), (2, a), (2, b)]
+    assert e2e.speed_order([a, b], 1) == [(1, a), (1, b)]
+
+
+def test_several_servers_combine_into_one_row_with_their_spread(e2e: ModuleType) -> None:
+    row = e2e.combine([_speed_run([100.0], [1.0, 1.0, 5.0], 0.2),
+                       _speed_run([90.0], [1.0, 2.0, 1.0], 0.4),
+                       _speed_run([95.0], [1.0, 1.0, 1.0], 0.3)])
+    got = row["batches"]["1"]
+    assert got["server_medians"] == [100.0, 90.0, 95.0]
+    assert got["median_tok_per_s"] == 95.0
+    assert got["spread"] == round(10 / 95, 4)
+    assert (got["steps"], got["step_ms_p50"], got["step_ms_p99"]) == (9, 1.0, 5.0)
+    assert (row["ttft_median_s"], row["compiled_during_timing"]) == (0.3, 3)
+
+
+@pytest.mark.parametrize(("ratio", "spread", "verdict"), [
+    (1.05, 0.10, "within spread"), (0.93, 0.10, "within spread"),
+    (1.15, 0.10, "met"), (0.85, 0.10, "NOT met"), (0.99, None, "NOT met"),
+    (1.0, None, "met"),
+])
+def test_a_ratio_is_judged_only_beyond_the_spread(e2e: ModuleType, ratio: float,
+                                                  spread: float | None, verdict: str) -> None:
+    assert e2e.judged(ratio, spread, 1.0) == verdict
+
+
+def test_the_ratio_table_marks_every_goal(e2e: ModuleType) -> None:
+    results = {"speed-none-triton": e2e.combine([_speed_run([100.0], [1.0, 1.0], 0.2)] * 2),
+               "speed-real-aot": e2e.combine([_speed_run([80.0], [1.0, 2.0], 0.3),
+                                              _speed_run([82.0], [1.0, 1.0], 0.3)])}
+    text = "\n".join(e2e.ratios(results, [1]))
+    assert "| Triton tier / stock AOT | 1.23x (spread 2%: met) | >= 1.0x |" in text
+    assert "TTFT, stock / Triton tier | 1.50x (met)" in text
+    assert "speed-real-aot: step p99 / p50 | 2.00 (NOT met) | <= 1.5 |" in text

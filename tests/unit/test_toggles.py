@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -172,3 +173,19 @@ def test_toggle_warnings_wait_for_a_watched_import_and_come_once(tmp_path: Path)
     assert woke.returncode == 0, woke.stderr
     assert woke.stderr.count("did you mean SGLANG_SHIMS_DISABLE?") == 1, woke.stderr
     assert woke.stderr.count("SGLANG_SHIMS_KERNEL_BACKEND='cuda' is not one of") == 1
+
+
+@pytest.mark.parametrize("name", ["SGLANG_SHIMS", "SGLANG_SHIMS_STRICT",
+                                  "SGLANG_SHIMS_KERNEL_BACKEND", "SGLANG_SHIMS_GPU_CAPABILITY",
+                                  "SGLANG_SHIMS_PATCH_X"])
+def test_a_long_bad_value_is_echoed_cut(name: str) -> None:
+    problems = Toggles({name: "y" * 100_000}).problems
+    assert len(problems) == 1 and len(problems[0]) < 300, problems
+
+
+def test_a_long_log_level_is_echoed_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sglang_shims.engine import log
+
+    monkeypatch.setenv("SGLANG_SHIMS_LOG", "loud" * 50_000)
+    problem = log.configure()[1]
+    assert problem is not None and len(problem) < 300

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sglang_shims.cli.doctor.tested import tidy
+from sglang_shims.cli.doctor.checks.tested import tidy
 from tests.support.run import REPO
 
 from .run import DATA, RELAX, load, replacements

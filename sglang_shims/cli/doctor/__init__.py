@@ -8,12 +8,11 @@ advance from versions, from the ELF headers of the kernel libraries and from one
 ``import sgl_kernel`` in a child process -- without a GPU and without importing the
 kernel here, so a broken install cannot take the diagnosis down with it.
 
-The checks live one per module, in the order :func:`diagnose` runs them: ``hook``
-(is sglang-shims active at all), ``checks`` (versions, GPUs), ``abi``, ``probe``,
-``arch``, ``libs``, ``rules`` (known-bad combinations), ``pins``, ``tested`` (the
-compatibility matrix's result for this combination).  Facts about the
-machine are gathered once (``facts``); every check is a function of them, so each
-can be tested with a hermetic :class:`~sglang_shims.engine.gates.Environment`.
+The package holds the facts about the machine, gathered once (``facts``), the checks
+that judge them, one module each in the order they run (``checks``), and the known-bad
+combinations the ``known-bad`` check looks for, one module per topic (``rules``).
+Every check is a function of the facts, so each can be tested with a hermetic
+:class:`~sglang_shims.engine.gates.Environment`.
 """
 
 from __future__ import annotations
@@ -21,31 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...engine.gates import Environment
+from . import checks
 from .facts import Facts, gather
-from .finding import Finding, failed
+from .finding import Finding, Level, failed
 
-__all__ = ["Facts", "Finding", "diagnose"]
-
-Check = Callable[[Facts], list[Finding]]
-
-
-def _checks(probe_import: bool, announce: Callable[[str], None] | None
-            ) -> list[tuple[str, Check]]:
-    from . import abi, arch, checks, hook, libs, pins, probe, rules, tested
-
-    return [
-        ("hook", hook.check_hook),
-        ("versions", checks.check_versions),
-        ("gpu", checks.check_gpus),
-        ("sgl-kernel-abi", abi.check_abi),
-        ("sgl-kernel-import",
-         lambda f: probe.check_import(f, probe_import and not f.env.hermetic, announce)),
-        ("sgl-kernel-arch", arch.check_arch),
-        ("cuda-libs", libs.check_libs),
-        ("known-bad", rules.check_rules),
-        ("sglang-pin", pins.check_pins),
-        ("tested", tested.check_tested),
-    ]
+__all__ = ["Facts", "Finding", "Level", "diagnose"]
 
 
 def diagnose(env: Environment | None = None, *, probe_import: bool = True,
@@ -63,9 +42,9 @@ def diagnose(env: Environment | None = None, *, probe_import: bool = True,
         facts = gather(env, use_torch=use_torch)
     except Exception as exc:
         return [failed("doctor", exc)]
-    findings = [Finding("doctor", "warn", f"could not read the {what}: {why}; checks that need "
-                        "it are less precise") for what, why in facts.problems]
-    for check_id, check in _checks(probe_import, announce):
+    findings = [Finding("doctor", Level.WARN, f"could not read the {what}: {why}; checks that "
+                        "need it are less precise") for what, why in facts.problems]
+    for check_id, check in checks.ordered(probe_import, announce):
         try:
             findings.extend(check(facts))
         except Exception as exc:

@@ -21,7 +21,7 @@ from ...patching.elf import (
     inspect_library,
 )
 from . import kernel_facts as kf
-from .versions import cuda_from_label, local_label, public_version, version_between
+from .version_text import cuda_from_label, local_label, public_version, version_between
 
 
 @dataclass

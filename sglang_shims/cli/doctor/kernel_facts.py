@@ -1,14 +1,16 @@
 """Facts about published sgl-kernel / sglang-kernel wheels that ``doctor`` checks against.
 
 Kept apart from the checks so that a new release is one line here.  Every row says
-where it comes from: ``shared/research/sgl_kernel_history.md`` (build scripts at each
-bump commit, PyPI metadata) or a published wheel read while writing this file.
+where it comes from: sgl-kernel's build files at each version-bump commit in sglang's
+repository, PyPI metadata, or a published wheel read while writing this file.
 Versions are PEP 440 strings, ranges are inclusive at both ends.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .version_text import local_label, minor_of, public_version, version_between
 
 
 @dataclass(frozen=True)
@@ -34,8 +36,9 @@ class KernelBuild:
         return "sglang-kernel" if self.first.startswith("0.4.") else "sgl-kernel"
 
 
-# sgl_kernel_history.md §1.2: TORCH_INSTALL in sgl-kernel/build.sh up to 0.3.20, the
-# Dockerfile's TORCH_VER block from 0.3.21.  Requires-Dist says nothing until 0.4.7.
+# At each bump commit: TORCH_INSTALL in sgl-kernel/build.sh up to 0.3.20, the
+# Dockerfile's TORCH_VER block from 0.3.21 (sglang PR #14066).  Requires-Dist says
+# nothing until 0.4.7.
 # Label-specific rows come first: the first matching row wins.
 #
 # 0.1.x (the first releases still on PyPI; 0.0.x are gone from it) were read from the
@@ -68,7 +71,25 @@ KERNEL_BUILDS: tuple[KernelBuild, ...] = (
     KernelBuild("0.4.9", "0.4.10", "2.14.1"),
 )
 
-# CUDA major of the PyPI default file (no local label), sgl_kernel_history.md §1.2:
+
+def kernel_builds(version: str) -> list[KernelBuild]:
+    """The rows for a kernel version: the one of its local label (``+cu130``) if any, else
+    the default build's."""
+    label = local_label(version)
+    public = public_version(version)
+    hits = [b for b in KERNEL_BUILDS if version_between(public, b.first, b.last)]
+    exact = [b for b in hits if b.label and b.label == label]
+    return exact or [b for b in hits if b.label is None]
+
+
+def builds_for_torch(torch_version: str) -> list[KernelBuild]:
+    """The default builds, still published, made with this torch's minor."""
+    wanted = minor_of(torch_version)
+    return [b for b in KERNEL_BUILDS
+            if b.label is None and not b.gone and minor_of(b.torch) == wanted]
+
+
+# CUDA major of the PyPI default file (no local label), from the same build files:
 # cu124 up to 0.3.8, cu129 from 0.3.9 (PR #10188), cu130 from 0.4.2 (PR #24162); 0.1.0 and
 # 0.1.9 read from the wheels (readelf -d: libcudart.so.12, libnvrtc.so.12).
 DEFAULT_CUDA_MAJOR: tuple[tuple[str, str, int], ...] = (
@@ -78,10 +99,10 @@ DEFAULT_CUDA_MAJOR: tuple[tuple[str, str, int], ...] = (
     ("0.4.2", "0.4.10", 13),
 )
 
-# Where the other CUDA variants are served (sgl_kernel_history.md §1.2, notes).
+# Where the other CUDA variants are served (sglang PR #18747 names the index).
 VARIANT_INDEX = "https://docs.sglang.ai/whl/{label}/"
 
-# Breakage #7: versions whose common_ops imports cuGreenCtx* from the driver as
+# sglang issue 8432: versions whose common_ops imports cuGreenCtx* from the driver as
 # undefined dynamic symbols.  Measured on the published x86_64 wheels with
 # ``readelf --dyn-syms``: none in 0.2.5; three (cuGreenCtxCreate/Destroy/StreamCreate
 # family) in 0.2.6, 0.2.7, 0.2.8, 0.2.9, 0.3.0, 0.3.3, 0.3.5; from 0.3.6.post1 (PR
@@ -111,8 +132,9 @@ def green_ctx_lacking(driver_cuda: int | None, branch: int | None) -> list[str]:
             if (driver_cuda is not None and driver_cuda < GREEN_CTX_SYMBOLS[s][0])
             or (driver_cuda is None and branch is not None and branch < GREEN_CTX_SYMBOLS[s][1])]
 
-# Where a GPU can find kernel images, by compute capability (sgl_kernel_history.md
-# §1.4, "Consequences").  Shown as part of a "no kernel image" remedy.
+# Where a GPU can find kernel images, by compute capability: the -gencode targets of
+# sgl-kernel/CMakeLists.txt (SGL_KERNEL_CUDA_FLAGS) at each bump commit.  Shown as part
+# of a "no kernel image" remedy.
 _SM8X = ("x86_64 builds carry sm_80/sm_89; aarch64 builds have no sm_8x code"
          " (ENABLE_BELOW_SM90 is off there)")
 ARCH_HINTS: dict[tuple[int, int], str] = {

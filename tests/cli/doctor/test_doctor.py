@@ -19,17 +19,10 @@ from typing import Any
 
 import pytest
 
-import sglang_shims.cli.doctor.abi  # the check modules, reached as doctor.<name>
-import sglang_shims.cli.doctor.arch
-import sglang_shims.cli.doctor.checks
-import sglang_shims.cli.doctor.hook
-import sglang_shims.cli.doctor.libs
-import sglang_shims.cli.doctor.probe
-import sglang_shims.cli.doctor.rules  # noqa: F401
-from sglang_shims.cli import doctor
-from sglang_shims.cli.doctor import Facts, Finding, diagnose
-from sglang_shims.cli.doctor.pins import sglang_pins
-from sglang_shims.cli.doctor.probe import classify_import_error, probe_import
+from sglang_shims.cli import doctor  # its checks and rules, reached as doctor.checks.<name>
+from sglang_shims.cli.doctor import Facts, Finding, Level, diagnose
+from sglang_shims.cli.doctor.checks.probe import classify_import_error, probe_import
+from sglang_shims.cli.doctor.requires import sglang_pins
 from sglang_shims.engine.gates import Environment
 from sglang_shims.patching import elf
 from sglang_shims.patching.elf import (
@@ -43,8 +36,9 @@ from sglang_shims.patching.elf import (
 )
 
 from ...support.doctor import facts, hermetic, verdict
+from ...support.run import REPO
 
-LEVELS = {"ok", "info", "warn", "fail"}
+LEVELS = set(Level)
 ABI_SYMBOL = "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"
 
 
@@ -70,7 +64,7 @@ def test_acceptance_kernel_0_3_18_with_torch_2_14_1_fails_with_remedy() -> None:
 def test_abi_remedy_names_sglangs_own_pins() -> None:
     requires = {"sglang": ["sgl-kernel==0.3.16.post5", "torch==2.8.0", "transformers==4.57.1"]}
     f = facts({"sgl-kernel": "0.3.18", "torch": "2.14.1", "sglang": "0.5.5"}, requires=requires)
-    [abi] = doctor.abi.check_abi(f)
+    [abi] = doctor.checks.abi.check_abi(f)
     assert "sglang 0.5.5 pins sgl-kernel==0.3.16.post5, torch==2.8.0" in abi.remedy
 
 
@@ -89,19 +83,19 @@ def test_abi_remedy_names_sglangs_own_pins() -> None:
 ])
 def test_kernel_torch_table(kernel: dict[str, str], torch: str, level: str,
                             built: str) -> None:
-    [abi] = doctor.abi.check_abi(facts({**kernel, "torch": torch}))
+    [abi] = doctor.checks.abi.check_abi(facts({**kernel, "torch": torch}))
     assert abi.level == level
     assert built in abi.detail
 
 
 def test_torch_minor_without_any_kernel_build() -> None:
-    [abi] = doctor.abi.check_abi(facts({"sglang-kernel": "0.4.5", "torch": "2.12.0"}))
+    [abi] = doctor.checks.abi.check_abi(facts({"sglang-kernel": "0.4.5", "torch": "2.12.0"}))
     assert abi.level == "fail"
     assert "no published kernel was built with torch 2.12" in abi.remedy
 
 
 def test_kernel_without_torch_fails() -> None:
-    [abi] = doctor.abi.check_abi(facts({"sgl-kernel": "0.3.18"}))
+    [abi] = doctor.checks.abi.check_abi(facts({"sgl-kernel": "0.3.18"}))
     assert abi.level == "fail" and "torch is not installed" in abi.detail
 
 
@@ -110,7 +104,7 @@ def test_kernel_without_torch_fails() -> None:
 
 def test_both_kernel_distributions_warn() -> None:
     f = facts({"sgl-kernel": "0.3.21", "sglang-kernel": "0.4.5"}, kernel_file_version="0.4.5")
-    [kernel] = by_check(doctor.checks.check_versions(f), "sgl-kernel")
+    [kernel] = by_check(doctor.checks.installed.check_versions(f), "sgl-kernel")
     assert kernel.level == "warn"
     assert "whichever was installed last wins" in kernel.detail
     assert "version.py says 0.4.5" in kernel.detail
@@ -119,24 +113,24 @@ def test_both_kernel_distributions_warn() -> None:
 
 def test_sglang_requires_python() -> None:
     f = facts({"sglang": "0.5.23"}, requires_python={"sglang": ">=3.11"}, python="3.10.14")
-    [python] = by_check(doctor.checks.check_versions(f), "python")
+    [python] = by_check(doctor.checks.installed.check_versions(f), "python")
     assert python.level == "fail" and ">=3.11" in python.detail
 
 
 def test_cpu_torch_on_gpu_machine_fails() -> None:
     f = facts({"torch": "2.9.1+cpu"}, caps=[(9, 0)], torch_build="cpu")
-    [torch] = by_check(doctor.checks.check_versions(f), "torch")
+    [torch] = by_check(doctor.checks.installed.check_versions(f), "torch")
     assert torch.level == "fail" and "download.pytorch.org/whl/cu128" in torch.remedy
 
 
 def test_torch_newer_than_driver_fails() -> None:
     f = facts({"torch": "2.11.0"}, caps=[(9, 0)], torch_build="cuda", torch_cuda="13.0",
               driver_cuda=12020, driver_version="535.86.10")
-    [torch] = by_check(doctor.checks.check_versions(f), "torch")
+    [torch] = by_check(doctor.checks.installed.check_versions(f), "torch")
     assert torch.level == "fail" and "supports CUDA 12.2 only" in torch.detail
     assert "whl/cu128" in torch.remedy
     f.driver_cuda = 13000
-    assert by_check(doctor.checks.check_versions(f), "torch")[0].level == "ok"
+    assert by_check(doctor.checks.installed.check_versions(f), "torch")[0].level == "ok"
 
 
 def test_broken_torch_is_reported_and_gpus_still_found(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,15 +143,15 @@ def test_broken_torch_is_reported_and_gpus_still_found(monkeypatch: pytest.Monke
               torch_build="cuda", torch_cuda="12.8")
     doctor.facts._gather_gpus(f, use_torch=True)
     assert f.env.capabilities is not None  # nvidia-smi or "none found", never left unset
-    [torch] = by_check(doctor.checks.check_versions(f), "torch")
+    [torch] = by_check(doctor.checks.installed.check_versions(f), "torch")
     assert torch.level == "fail" and "libtorch_cuda.so" in torch.detail
 
 
 def test_mixed_gpu_architectures_warn() -> None:
-    [gpu] = doctor.checks.check_gpus(facts(caps=[(9, 0), (12, 0)]))
+    [gpu] = doctor.checks.gpu.check_gpus(facts(caps=[(9, 0), (12, 0)]))
     assert gpu.level == "warn" and "mixed architectures" in gpu.detail
     assert "CUDA_VISIBLE_DEVICES" in gpu.remedy
-    [gpu] = doctor.checks.check_gpus(facts(caps=[(9, 0), (9, 0)]))
+    [gpu] = doctor.checks.gpu.check_gpus(facts(caps=[(9, 0), (9, 0)]))
     assert gpu.level == "ok"
 
 
@@ -175,7 +169,7 @@ def test_bad_gpu_override_names_the_allowed_form(monkeypatch: pytest.MonkeyPatch
     f = Facts(env=Environment())
     doctor.facts._gather_gpus(f, use_torch=False)
     assert f.env.capabilities is not None  # detected without the override
-    bad, *rest = doctor.checks.check_gpus(f)
+    bad, *rest = doctor.checks.gpu.check_gpus(f)
     assert bad.level == "fail" and "SGLANG_SHIMS_GPU_CAPABILITY='abc'" in bad.detail
     assert "MAJOR.MINOR" in bad.detail and "9.0,12.0" in bad.detail
     assert "unset it" in bad.remedy
@@ -185,10 +179,10 @@ def test_bad_gpu_override_names_the_allowed_form(monkeypatch: pytest.MonkeyPatch
 def test_no_gpu_row_says_where_it_looked() -> None:
     f = facts()
     f.env.gpu_source = "torch sees none; no nvidia-smi on PATH"
-    [gpu] = doctor.checks.check_gpus(f)
+    [gpu] = doctor.checks.gpu.check_gpus(f)
     assert gpu.detail == "no GPU found (torch sees none; no nvidia-smi on PATH)"
     gather_hermetic = doctor.facts.gather(hermetic())
-    [gpu] = doctor.checks.check_gpus(gather_hermetic)
+    [gpu] = doctor.checks.gpu.check_gpus(gather_hermetic)
     assert "none found" not in gpu.detail and gpu.detail.count("(") == 1
 
 
@@ -205,14 +199,14 @@ def test_no_gpu_row_says_where_it_looked() -> None:
 ])
 def test_hook_state_is_told_apart(origin: str | None, environ: dict[str, str], no_site: bool,
                                   pth: bool, level: str, words: str) -> None:
-    hook = doctor.hook
+    hook = doctor.checks.hook
     state = hook.HookState(origin is not None, origin, no_site)
     dirs = [Path("/site")] if pth else []
-    got_level, detail, remedy = hook.describe("this interpreter", state, environ, dirs)
-    assert (got_level, words in detail) == (level, True), detail
-    assert bool(remedy) == (level != "ok")
+    found = hook.describe("hook", "this interpreter", state, environ, dirs)
+    assert (found.check, found.level, words in found.detail) == ("hook", level, True), found
+    assert bool(found.remedy) == (level != "ok")
     if level == "fail" and not pth:
-        assert "sglang-shims launch" in remedy
+        assert "sglang-shims launch" in found.remedy
 
 
 def test_hook_is_checked_here_and_in_a_child() -> None:
@@ -289,7 +283,7 @@ def test_fatbin_garbage_raises(blob: bytes) -> None:
     ("compute_90a", (10, 0), False),
 ])
 def test_image_runs_on(name: str, cap: tuple[int, int], runs: bool) -> None:
-    entry = doctor.rules.entry_from_name(name)
+    entry = doctor.rules.torch.entry_from_name(name)
     assert entry is not None and entry.name == name
     assert entry.runs_on(cap) is runs
 
@@ -416,7 +410,7 @@ def kernel_facts(tmp_path: Path, sass: list[FatbinEntry], caps: list[tuple[int, 
 def test_no_kernel_image_fails_with_triton_fallback(tmp_path: Path) -> None:
     images = [FatbinEntry(2, 80), FatbinEntry(2, 89), FatbinEntry(2, 90),
               FatbinEntry(2, 90, FLAG_ARCH_SPECIFIC)]
-    [arch] = doctor.arch.check_arch(kernel_facts(tmp_path, images, [(12, 0)]))
+    [arch] = doctor.checks.arch.check_arch(kernel_facts(tmp_path, images, [(12, 0)]))
     assert arch.level == "fail"
     assert arch.detail.startswith("no kernel image for sm_120 in sgl_kernel/sm100/"
                                   "common_ops.abi3.so: it holds sm_80, sm_89, sm_90, sm_90a")
@@ -428,23 +422,23 @@ def test_loader_picks_sm90_only_on_hopper(tmp_path: Path) -> None:
     f = kernel_facts(tmp_path, [FatbinEntry(2, 90, FLAG_ARCH_SPECIFIC)], [(9, 0)], "sm90")
     f.libraries["sm100"] = LibraryInfo(tmp_path / "sgl_kernel/sm100/common_ops.abi3.so",
                                        (FatbinEntry(2, 80),), (), ())
-    assert doctor.arch.loader_library(f, (9, 0))[0] == "sm90"  # type: ignore[index]
-    assert doctor.arch.loader_library(f, (8, 6))[0] == "sm100"  # type: ignore[index]
-    assert doctor.arch.loader_library(f, None)[0] == "sm100"  # type: ignore[index]
+    assert doctor.checks.arch.loader_library(f, (9, 0))[0] == "sm90"  # type: ignore[index]
+    assert doctor.checks.arch.loader_library(f, (8, 6))[0] == "sm100"  # type: ignore[index]
+    assert doctor.checks.arch.loader_library(f, None)[0] == "sm100"  # type: ignore[index]
     f.env.capabilities = [(9, 0), (8, 6), (12, 0)]
-    found = {a.detail.split()[0]: a for a in doctor.arch.check_arch(f)}
+    found = {a.detail.split()[0]: a for a in doctor.checks.arch.check_arch(f)}
     assert found["sm_90"].level == "ok" and "sgl_kernel/sm90/" in found["sm_90"].detail
     assert found["sm_86"].level == "ok" and "sgl_kernel/sm100/" in found["sm_86"].detail
     assert found["no"].level == "fail" and "sm_120 in sgl_kernel/sm100/" in found["no"].detail
 
 
 def test_arch_without_gpu_is_information(tmp_path: Path) -> None:
-    [arch] = doctor.arch.check_arch(kernel_facts(tmp_path, [FatbinEntry(2, 80)], []))
+    [arch] = doctor.checks.arch.check_arch(kernel_facts(tmp_path, [FatbinEntry(2, 80)], []))
     assert arch.level == "info" and "sm_80; no PTX" in arch.detail
 
 
 def test_ptx_covers_newer_gpu(tmp_path: Path) -> None:
-    [arch] = doctor.arch.check_arch(kernel_facts(tmp_path, [FatbinEntry(1, 80)], [(12, 0)]))
+    [arch] = doctor.checks.arch.check_arch(kernel_facts(tmp_path, [FatbinEntry(1, 80)], [(12, 0)]))
     assert arch.level == "ok" and "PTX compute_80" in arch.detail
 
 
@@ -464,7 +458,7 @@ def test_missing_cuda_library_fails_with_pip_remedy(tmp_path: Path) -> None:
     other.mkdir()
     (other / "libcudart.so.13").touch()
     f = lib_facts(tmp_path, ["libc.so.6", "libcudart.so.12", "libnvrtc.so.12"], lib_dirs=[other])
-    [libs] = doctor.libs.check_libs(f)
+    [libs] = doctor.checks.libs.check_libs(f)
     assert libs.level == "fail"
     assert "libcudart.so.12 (only libcudart.so.13 found), libnvrtc.so.12" in libs.detail
     assert "pip install nvidia-cuda-runtime-cu12 nvidia-cuda-nvrtc-cu12" in libs.remedy
@@ -480,14 +474,14 @@ def test_library_states(tmp_path: Path) -> None:
     # torch 2.7 neither links nor preloads nvrtc: pip's copy is off the loader's path
     f = lib_facts(tmp_path, needed, torch="2.7.1", lib_dirs=[loader], pip_lib_dirs=[pip],
                   torch_needed=frozenset({"libcublas.so.12"}))
-    findings = doctor.libs.check_libs(f)
+    findings = doctor.checks.libs.check_libs(f)
     assert [x.level for x in findings] == ["warn"]
     assert "libnvrtc.so.12" in findings[0].detail and "libcublas" not in findings[0].detail
     assert findings[0].remedy == f"export LD_LIBRARY_PATH={pip}:$LD_LIBRARY_PATH"
     # torch 2.9 preloads nvrtc from pip's nvidia folder (torch/__init__.py _load_global_deps)
     f = lib_facts(tmp_path, needed, torch="2.9.1", lib_dirs=[loader], pip_lib_dirs=[pip],
                   torch_needed=frozenset({"libcublas.so.12"}))
-    [ok] = doctor.libs.check_libs(f)
+    [ok] = doctor.checks.libs.check_libs(f)
     assert ok.level == "ok" and "libnvrtc.so.12 (via import torch)" in ok.detail
     assert "libcublas.so.12 (via import torch)" in ok.detail
 
@@ -566,7 +560,7 @@ def test_pre_cxx11_abi_is_named() -> None:
 
 def test_driver_failure_remedy() -> None:
     f = facts({"sgl-kernel": "0.2.7"})
-    finding = doctor.probe.import_failure_finding(f, classify_import_error(
+    finding = doctor.checks.probe.import_failure_finding(f, classify_import_error(
         "undefined symbol: cuGreenCtxStreamCreate"))
     assert finding.level == "fail" and "0.3.6.post1" in finding.remedy
 
@@ -602,11 +596,11 @@ def test_pin_mismatch_warns_and_alternative_extra_informs() -> None:
     base = {"sglang": "0.5.4.post1", "flashinfer-python": "0.4.1", "transformers": "4.57.1"}
     f = facts({**base, "sgl-kernel": "0.3.16.post4", "torch": "2.9.0+cu130"},
               requires={"sglang": NEW_STYLE})
-    levels = {x.level: x for x in doctor.pins.check_pins(f)}
+    levels = {x.level: x for x in doctor.checks.pins.check_pins(f)}
     assert set(levels) == {"ok", "info"}
     assert "[cu130]" in levels["info"].detail
     f = facts({**base, "sglang-kernel": "0.4.5", "torch": "2.8.0"}, requires={"sglang": NEW_STYLE})
-    [warn] = [x for x in doctor.pins.check_pins(f) if x.level == "warn"]
+    [warn] = [x for x in doctor.checks.pins.check_pins(f) if x.level == "warn"]
     assert "pins sgl-kernel==0.3.16.post4; sglang-kernel 0.4.5 is installed" in warn.detail
     assert warn.remedy.startswith("pip uninstall -y sglang-kernel && pip install "
                                   "'sgl-kernel==0.3.16.post4'")
@@ -614,7 +608,7 @@ def test_pin_mismatch_warns_and_alternative_extra_informs() -> None:
 
 def test_pinned_but_missing_warns() -> None:
     f = facts({"sglang": "0.5.4.post1", "torch": "2.8.0"}, requires={"sglang": NEW_STYLE})
-    missing = [x.detail for x in doctor.pins.check_pins(f) if x.level == "warn"]
+    missing = [x.detail for x in doctor.checks.pins.check_pins(f) if x.level == "warn"]
     assert any("requires transformers==4.57.1; it is not installed" in d for d in missing)
 
 
@@ -654,7 +648,7 @@ def test_kernel_table_agrees_with_every_cached_sglang_release() -> None:
         if kernel is None or "torch" not in pins or not kernel[1].startswith("=="):
             continue
         versions = {kernel[0]: kernel[1][2:], "torch": pins["torch"].lstrip("=")}
-        [abi] = doctor.abi.check_abi(facts(versions))
+        [abi] = doctor.checks.abi.check_abi(facts(versions))
         assert abi.level in ("ok", "info"), (wheel.name, abi.detail)
         checked += abi.level == "ok"
     assert checked
@@ -676,7 +670,8 @@ def test_fused_marlin_moe() -> None:
     bad = {"sglang": "0.5.1", "sgl-kernel": "0.3.18"}
     found = verdict("sgl-kernel-missing-fused-marlin-moe", facts(bad))
     assert found is not None and found.level == "warn"
-    assert "breakage #1" in found.detail and "issues/8654" in found.detail
+    assert found.detail.endswith("[sgl-kernel-missing-fused-marlin-moe: "
+                                 "https://github.com/sgl-project/sglang/issues/8654]")
     off = facts(bad, environ={"SGLANG_SHIMS_DISABLE": "sgl-kernel-fused-marlin-moe"})
     assert verdict("sgl-kernel-missing-fused-marlin-moe", off).level == "fail"  # type: ignore[union-attr]
     assert verdict("sgl-kernel-missing-fused-marlin-moe",
@@ -945,7 +940,8 @@ def test_flashinfer_mismatch_never_suggests_bypass() -> None:
 def test_flashinfer_version_check_disabled() -> None:
     found = verdict("flashinfer-version-check-disabled",
                     facts(environ={"FLASHINFER_DISABLE_VERSION_CHECK": "1"}))
-    assert found is not None and found.level == "warn" and "breakage #11" in found.detail
+    assert found is not None and found.level == "warn"
+    assert "[flashinfer-version-check-disabled: https://github.com/" in found.detail
     assert verdict("flashinfer-version-check-disabled",
                    facts(environ={"FLASHINFER_DISABLE_VERSION_CHECK": "0"})) is None
 
@@ -963,11 +959,25 @@ def test_flashinfer_nvcc() -> None:
 def test_every_rule_finding_cites_its_source() -> None:
     f = facts({"sglang": "0.4.9", "triton": "3.4.0", "kernels": "0.15.1",
                "transformers": "5.8.1"})
-    findings = doctor.rules.check_rules(f)
+    findings = doctor.checks.known_bad.check_rules(f)
     assert {x.check for x in findings} >= {"triton-cache-symbols-removed",
                                             "tf-kernels-hub-revision", "tf5-rope-theta-moved"}
     for x in findings:
-        assert "[breakage #" in x.detail and "https://" in x.detail and x.remedy
+        assert f"[{x.check}: https://" in x.detail and x.remedy
+
+
+def test_citations_are_public_urls_or_files_in_this_repository() -> None:
+    """A finding sends its reader to an upstream report (a URL) or to a page of this
+    repository; no source of the doctor names a note the reader does not have."""
+    import re
+
+    root = Path(doctor.__file__).parent
+    sources = {p: p.read_text(encoding="utf-8") for p in root.rglob("*.py")}
+    assert len(sources) > 20  # the checks and the rules are all read
+    for path, text in sources.items():
+        assert not re.search(r"breakages? #", text), path
+        for named in re.findall(r"[\w./-]+\.md\b", text):
+            assert (REPO / named).is_file(), (path, named)
 
 
 # --------------------------------------------------------------- robustness
@@ -989,8 +999,8 @@ def test_a_failing_check_becomes_a_warning(monkeypatch: pytest.MonkeyPatch) -> N
     def broken(_facts: Facts) -> list[Finding]:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(doctor.checks, "check_gpus", broken)
-    fake = doctor.rules.Rule("x", 1, "https://github.com/x", "t", broken)  # type: ignore[arg-type]
+    monkeypatch.setattr(doctor.checks.gpu, "check_gpus", broken)
+    fake = doctor.rules.Rule("x", "https://github.com/x", "t", broken)  # type: ignore[arg-type]
     monkeypatch.setattr(doctor.rules, "RULES", (fake,))
     findings = diagnose(hermetic({"sglang": "0.5.1"}))
     [gpu] = by_check(findings, "gpu")
@@ -1079,7 +1089,7 @@ def test_serving_tier_remedy_without_sglang_is_install_sglang() -> None:
     """No sglang: the fallback does not apply because sglang is missing, and the remedy
     says so -- not "install a kernel built for this torch and GPU"."""
     from sglang_shims.catalog.load import load
-    from sglang_shims.cli.doctor.report import _not_applicable_remedy
+    from sglang_shims.cli.doctor.checks.serving_tier import _not_applicable_remedy
 
     gates = load().by_id()["sgl-kernel-triton-fallback"].requires
     assert _not_applicable_remedy(hermetic({"torch": "2.9.1"}), gates).startswith(

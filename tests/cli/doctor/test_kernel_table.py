@@ -14,7 +14,7 @@ from ...support.doctor import facts
 
 
 def abi(versions: dict[str, str]) -> doctor.finding.Finding:
-    [found] = doctor.abi.check_abi(facts(versions))
+    [found] = doctor.checks.abi.check_abi(facts(versions))
     return found
 
 

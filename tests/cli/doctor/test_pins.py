@@ -29,7 +29,7 @@ def requires(version: str) -> list[str]:
 
 
 def findings(versions: dict[str, str], sglang: str) -> list[Finding]:
-    return doctor.pins.check_pins(facts({"sglang": sglang, **versions},
+    return doctor.checks.pins.check_pins(facts({"sglang": sglang, **versions},
                                         requires={"sglang": requires(sglang)}))
 
 

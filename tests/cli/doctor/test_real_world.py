@@ -93,7 +93,7 @@ def test_rule_fires_on_the_reports_versions(report: dict[str, Any]) -> None:
                                     and r.get("check") == "sgl-kernel-abi"],
                          ids=lambda r: r["id"])
 def test_abi_check_diagnoses_on_the_reports_versions(report: dict[str, Any]) -> None:
-    [found] = doctor.abi.check_abi(facts(report["env"]))
+    [found] = doctor.checks.abi.check_abi(facts(report["env"]))
     assert found.level == "fail" and "pip install" in found.remedy, report["id"]
 
 
@@ -107,7 +107,8 @@ def test_pin_check_diagnoses_on_the_reports_versions(report: dict[str, Any]) -> 
 
     pinned = {Requirement(line).name: str(Requirement(line).specifier)
               for line in report["requires"]}
-    found = doctor.pins.check_pins(facts(report["env"], requires={"sglang": report["requires"]}))
+    found = doctor.checks.pins.check_pins(facts(report["env"],
+                                                requires={"sglang": report["requires"]}))
     warned = [f for f in found if f.level == "warn"]
     assert warned, (report["id"], found)
     for finding in warned:

@@ -1,4 +1,4 @@
-"""Check 3b: ``import sgl_kernel`` in a child process, and why it failed."""
+"""``import sgl_kernel`` in a child process, and why it failed."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import kernel_facts as kf
-from .abi import abi_remedy, kernel_builds
-from .facts import Facts, run_tool
-from .finding import TRITON_FALLBACK, Finding
+from .. import kernel_facts as kf
+from .. import upstream
+from ..facts import Facts, run_tool
+from ..finding import TRITON_FALLBACK, Finding, Level
+from .abi import abi_remedy
 from .libs import lib_remedy
 
 PROBE_TIMEOUT = 60.0
@@ -69,7 +70,8 @@ def classify_import_error(text: str) -> ImportFailure:
             return ImportFailure(
                 "driver-too-old",
                 f"undefined symbol {symbol} is a CUDA driver API function: the NVIDIA driver is "
-                "older than the CUDA the kernel was built for (breakage #7)", symbol, symbol)
+                f"older than the CUDA the kernel was built for ({upstream.GREEN_CTX_DRIVER})",
+                symbol, symbol)
         if re.fullmatch(r"(cuda|nvrtc|cublas)[A-Z]\w*", symbol):
             return ImportFailure(
                 "cuda-runtime",
@@ -82,12 +84,14 @@ def classify_import_error(text: str) -> ImportFailure:
         cuda = re.match(r"lib(cudart|nvrtc|cublas|cublasLt|cufft|curand|cusparse|nvJitLink)\.",
                         lib)
         kind = "cuda-runtime" if cuda else "library-missing"
-        why = (" (CUDA runtime library missing: breakages #4/#5)" if cuda else "")
+        why = (f" (CUDA runtime library missing: {upstream.CUDART_PRELOAD},"
+               f" {upstream.NVRTC_MISSING})" if cuda else "")
         return ImportFailure(kind, f"{lib} cannot be found by the dynamic loader{why}",
                              library=lib)
     if "Could not find CUDA lib directory" in text:
         return ImportFailure("cuda-lib-dir", "sgl_kernel found no lib/ or lib64/ under CUDA "
-                             "home (breakage #4, sgl-kernel 0.3.11-0.3.18.post2)")
+                             "home (sgl-kernel 0.3.11-0.3.18.post2; "
+                             f"{upstream.CUDART_PRELOAD})")
     if "no kernel image is available" in text:
         return ImportFailure("no-kernel-image", "no kernel image for this GPU's architecture")
     module = re.search(r"No module named '([\w.]+)'", text)
@@ -125,7 +129,7 @@ def probe_import(where: Path | None = None, *, timeout: float = PROBE_TIMEOUT,
 
 def check_import(facts: Facts, enabled: bool,
                  announce: Callable[[str], None] | None = None) -> list[Finding]:
-    """Check 3b: does ``import sgl_kernel`` work, and if not, why?
+    """Does ``import sgl_kernel`` work, and if not, why?
 
     ``announce`` is told before the child starts: it can take up to a minute.
     """
@@ -138,10 +142,10 @@ def check_import(facts: Facts, enabled: bool,
     ok, output = probe_import(facts.kernel_dir.parent)
     took = time.monotonic() - start
     if ok:
-        return [Finding("sgl-kernel-import", "ok",
+        return [Finding("sgl-kernel-import", Level.OK,
                         f"import sgl_kernel succeeds in a fresh interpreter ({took:.1f} s)")]
     if ok is None:
-        return [Finding("sgl-kernel-import", "warn", f"import sgl_kernel gave {output}",
+        return [Finding("sgl-kernel-import", Level.WARN, f"import sgl_kernel gave {output}",
                         "run python -c 'import sgl_kernel' by hand to see where it hangs")]
     return [import_failure_finding(facts, classify_import_error(output))]
 
@@ -153,7 +157,7 @@ def import_failure_finding(facts: Facts, failure: ImportFailure) -> Finding:
     detail = f"import sgl_kernel ({name}) fails: {failure.summary}"
     remedy = "report the error output to sglang-shims with `sglang-shims doctor`'s findings"
     if failure.kind == "torch-abi":
-        builds = kernel_builds(kernel[1]) if kernel else []
+        builds = kf.kernel_builds(kernel[1]) if kernel else []
         torch_version = facts.version("torch")
         if kernel and builds and torch_version:
             remedy = abi_remedy(facts, kernel[0], kernel[1], builds[0].torch, torch_version)
@@ -172,7 +176,7 @@ def import_failure_finding(facts: Facts, failure: ImportFailure) -> Finding:
     elif failure.kind == "library-missing":
         remedy = lib_remedy([failure.library])
     elif failure.kind == "dependency-missing":
-        builds = kernel_builds(kernel[1]) if kernel else []
+        builds = kf.kernel_builds(kernel[1]) if kernel else []
         wanted = f"=={builds[0].torch}" if failure.library == "torch" and builds else ""
         remedy = f"pip install '{failure.library}{wanted}'"
     elif failure.kind == "cuda-lib-dir":
@@ -182,4 +186,4 @@ def import_failure_finding(facts: Facts, failure: ImportFailure) -> Finding:
         remedy = f"install a kernel built for this GPU, or {TRITON_FALLBACK}"
     elif failure.kind == "not-installed":
         remedy = "install the kernel your sglang pins (see sglang-pin)"
-    return Finding("sgl-kernel-import", "fail", detail, remedy)
+    return Finding("sgl-kernel-import", Level.FAIL, detail, remedy)

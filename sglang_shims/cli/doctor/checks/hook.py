@@ -1,4 +1,4 @@
-"""Check 0: is sglang-shims active at all, here and in a fresh interpreter of this environment?
+"""Is sglang-shims active at all, here and in a fresh interpreter of this environment?
 
 "Nothing got patched" has one cause before all others: the ``.pth`` line never ran
 (a ``pip install --target`` folder on ``PYTHONPATH``, a site-packages folder that is
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .facts import Facts
-from .finding import Finding
+from ..facts import Facts
+from ..finding import Finding, Level
 
 PTH = "sglang_shims.pth"
 CHILD_TIMEOUT = 30.0
@@ -43,7 +43,7 @@ class HookState:
 
 def this_interpreter() -> HookState:
     """The hook's state in the running process (the CLI is a process like any other)."""
-    from ... import _bootstrap
+    from .... import _bootstrap
 
     origin = _bootstrap.active()
     return HookState(origin is not None, origin, bool(sys.flags.no_site))
@@ -74,9 +74,9 @@ def site_dirs() -> list[Path]:
     return [Path(d) for d in dict.fromkeys(dirs)]
 
 
-def describe(where: str, state: HookState, environ: Mapping[str, str],
-             pth_dirs: Iterable[Path]) -> tuple[str, str, str]:
-    """(level, detail, remedy) for one interpreter's hook state.
+def describe(check: str, where: str, state: HookState, environ: Mapping[str, str],
+             pth_dirs: Iterable[Path]) -> Finding:
+    """The finding ``check`` makes of one interpreter's hook state.
 
     ``pth_dirs`` are the site directories that hold ``sglang_shims.pth``.
     """
@@ -84,23 +84,27 @@ def describe(where: str, state: HookState, environ: Mapping[str, str],
         how = {"pth": "the .pth hook", "start": "the PEP 829 .start entry",
                "launch": "sglang-shims launch", "launch-site": "the launcher's sitecustomize",
                }.get(state.origin or "", state.origin or "an explicit install()")
-        return "ok", f"active in {where} (installed by {how})", ""
+        return Finding(check, Level.OK, f"active in {where} (installed by {how})")
     value = environ.get("SGLANG_SHIMS", "").strip()
     if value.lower() in ("0", "false", "off", "no"):
-        return ("warn", f"off in {where}: SGLANG_SHIMS={value} turns sglang-shims off, so no "
-                "patch acts", "unset SGLANG_SHIMS (or set it to 1) to turn the patches on")
+        return Finding(check, Level.WARN, f"off in {where}: SGLANG_SHIMS={value} turns "
+                       "sglang-shims off, so no patch acts",
+                       "unset SGLANG_SHIMS (or set it to 1) to turn the patches on")
     if state.no_site:
-        return ("warn", f"inactive in {where}: it runs with python -S, so no .pth file is "
-                "processed", "run without -S (nothing can activate sglang-shims under -S)")
+        return Finding(check, Level.WARN, f"inactive in {where}: it runs with python -S, so no "
+                       ".pth file is processed",
+                       "run without -S (nothing can activate sglang-shims under -S)")
     found = [str(d) for d in pth_dirs]
     if found:
-        return ("fail", f"inactive in {where}: {PTH} is in {', '.join(found)} but did not "
-                "install the import hook", "reinstall: pip install --force-reinstall "
-                "sglang-shims (and check that the folder is a site directory of this Python)")
-    return ("fail", f"inactive in {where}: no site-packages folder of {sys.executable} holds "
-            f"{PTH} (a pip install --target folder on PYTHONPATH, or a checkout on sys.path?)",
-            "pip install sglang-shims into this environment, or start sglang through "
-            "`sglang-shims launch ...`, which activates it in every child")
+        return Finding(check, Level.FAIL, f"inactive in {where}: {PTH} is in "
+                       f"{', '.join(found)} but did not install the import hook",
+                       "reinstall: pip install --force-reinstall sglang-shims (and check that "
+                       "the folder is a site directory of this Python)")
+    return Finding(check, Level.FAIL, f"inactive in {where}: no site-packages folder of "
+                   f"{sys.executable} holds {PTH} (a pip install --target folder on PYTHONPATH, "
+                   "or a checkout on sys.path?)",
+                   "pip install sglang-shims into this environment, or start sglang through "
+                   "`sglang-shims launch ...`, which activates it in every child")
 
 
 def check_hook(facts: Facts) -> list[Finding]:
@@ -108,14 +112,12 @@ def check_hook(facts: Facts) -> list[Finding]:
         return []
     environ = facts.environ or dict(os.environ)
     pth_dirs = [d for d in site_dirs() if (d / PTH).is_file()]
-    level, detail, remedy = describe("this interpreter", this_interpreter(), environ, pth_dirs)
-    out = [Finding("hook", level, detail, remedy)]
+    out = [describe("hook", "this interpreter", this_interpreter(), environ, pth_dirs)]
     child = child_interpreter(environ)
     if isinstance(child, str):
-        out.append(Finding("hook-child", "warn", f"could not start {sys.executable} to check "
-                           f"a child interpreter: {child}", ""))
+        out.append(Finding("hook-child", Level.WARN, f"could not start {sys.executable} to "
+                           f"check a child interpreter: {child}", ""))
         return out
-    level, detail, remedy = describe(f"a new {Path(sys.executable).name} process", child,
-                                     environ, pth_dirs)
-    out.append(Finding("hook-child", level, detail, remedy))
+    out.append(describe("hook-child", f"a new {Path(sys.executable).name} process", child,
+                        environ, pth_dirs))
     return out

@@ -1,14 +1,15 @@
-"""Check 4: does the kernel library the loader picks hold code for each GPU?"""
+"""Does the kernel library the loader picks hold code for each GPU?"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ...patching.elf import LibraryInfo, arch_names
-from . import kernel_facts as kf
-from .facts import Facts
-from .finding import TRITON_FALLBACK, Finding
-from .versions import sm_name
+from ....patching.elf import LibraryInfo, arch_names
+from .. import kernel_facts as kf
+from .. import upstream
+from ..facts import Facts
+from ..finding import TRITON_FALLBACK, Finding, Level
+from ..version_text import sm_name
 
 
 def loader_library(facts: Facts, cap: tuple[int, int] | None) -> tuple[str, LibraryInfo] | None:
@@ -36,30 +37,30 @@ def _holdings(info: LibraryInfo) -> str:
 
 
 def check_arch(facts: Facts) -> list[Finding]:
-    """Check 4: does the library the loader picks hold code for each GPU?"""
+    """Does the library the loader picks hold code for each GPU?"""
     if facts.kernel_dir is None:
         if facts.kernel() and not facts.env.hermetic:
-            return [Finding("sgl-kernel-arch", "warn", "a kernel distribution is installed but "
+            return [Finding("sgl-kernel-arch", Level.WARN, "a kernel distribution is installed but "
                             "no sgl_kernel package was found on sys.path",
                             "reinstall the kernel distribution")]
         return []
-    out = [Finding("sgl-kernel-arch", "warn", f"cannot read {where}: {why}")
+    out = [Finding("sgl-kernel-arch", Level.WARN, f"cannot read {where}: {why}")
            for where, why in facts.library_errors.items()]
     if not facts.libraries:
         if not facts.library_errors:
-            out.append(Finding("sgl-kernel-arch", "fail", f"no common_ops library under "
+            out.append(Finding("sgl-kernel-arch", Level.FAIL, f"no common_ops library under "
                                f"{facts.kernel_dir}: import sgl_kernel will fail",
                                "reinstall the kernel distribution"))
         return out
     if not facts.caps:
         for _key, info in sorted(facts.libraries.items()):
-            out.append(Finding("sgl-kernel-arch", "info", f"{rel_path(facts, info.path)} holds "
+            out.append(Finding("sgl-kernel-arch", Level.INFO, f"{rel_path(facts, info.path)} holds "
                                f"{_holdings(info)} (no GPU found to check against)"))
         return out
     for cap in sorted(set(facts.caps)):
         picked = loader_library(facts, cap)
         if picked is None:
-            out.append(Finding("sgl-kernel-arch", "fail", f"no common_ops library the loader "
+            out.append(Finding("sgl-kernel-arch", Level.FAIL, f"no common_ops library the loader "
                                f"would pick for {sm_name(cap)} under {facts.kernel_dir}",
                                "reinstall the kernel distribution"))
             continue
@@ -68,21 +69,20 @@ def check_arch(facts: Facts) -> list[Finding]:
         where = rel_path(facts, info.path)
         if any(h.is_sass for h in hits):
             used = ", ".join(arch_names(hits))
-            out.append(Finding("sgl-kernel-arch", "ok", f"{sm_name(cap)} (cc {cap[0]}.{cap[1]}) "
-                               f"loads {where}, which has SASS {used} for it"))
+            out.append(Finding("sgl-kernel-arch", Level.OK, f"{sm_name(cap)} (cc {cap[0]}."
+                               f"{cap[1]}) loads {where}, which has SASS {used} for it"))
         elif hits:
-            out.append(Finding("sgl-kernel-arch", "ok", f"{sm_name(cap)} loads {where}: no SASS "
-                               "for "
-                               f"it, but PTX {', '.join(arch_names(hits, ptx=True))} is compiled "
-                               "by the driver at first use (slow first launch)"))
+            out.append(Finding("sgl-kernel-arch", Level.OK, f"{sm_name(cap)} loads {where}: no "
+                               f"SASS for it, but PTX {', '.join(arch_names(hits, ptx=True))} "
+                               "is compiled by the driver at first use (slow first launch)"))
         else:
             hint = kf.ARCH_HINTS.get(cap, "")
             sass_note = f"; PTX: {', '.join(info.ptx)}" if info.ptx else ""
             out.append(Finding(
-                "sgl-kernel-arch", "fail",
+                "sgl-kernel-arch", Level.FAIL,
                 f"no kernel image for {sm_name(cap)} in {where}: it holds {', '.join(info.sass)}"
                 f"{sass_note}. Every sgl_kernel op fails at launch with 'no kernel image is "
-                "available for execution on the device' (breakage #14)",
+                f"available for execution on the device' ({upstream.NO_KERNEL_IMAGE})",
                 f"install a kernel build that contains {sm_name(cap)}"
                 f"{' (' + hint + ')' if hint else ''}, or use sglang-shims' Triton fallback "
                 f"tier: {TRITON_FALLBACK}"))

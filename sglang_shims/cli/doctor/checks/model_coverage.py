@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from .finding import Finding, failed
+from ..finding import Finding, Level, failed
 
 __all__ = ["check_model"]
 
@@ -24,12 +24,12 @@ MAX_CONFIG = 1 << 20  # a config.json is a few KiB; refuse to read anything huge
 def check_model(model_path: str) -> list[Finding]:
     """One finding for the model at ``model_path`` (a folder with ``config.json``, or the
     file itself); a warning when it cannot be read or reaches ops the fallback lacks."""
-    from ...kernels.model_ops import ops_for_config
+    from ....kernels.model_ops import ops_for_config
 
     try:
         config = _read_config(Path(model_path))
     except (OSError, ValueError) as exc:
-        return [Finding(CHECK, "warn", f"could not read the model's config.json ({exc})",
+        return [Finding(CHECK, Level.WARN, f"could not read the model's config.json ({exc})",
                         "pass --model-path a local model folder that holds config.json")]
     try:
         found = ops_for_config(config)
@@ -40,14 +40,14 @@ def check_model(model_path: str) -> list[Finding]:
             "CUDA")
     missing, unsupported = found.missing(), found.unsupported
     if not missing and not unsupported:
-        return [Finding(CHECK, "ok", f"{head}; the Triton fallback provides all of them: "
+        return [Finding(CHECK, Level.OK, f"{head}; the Triton fallback provides all of them: "
                         f"{', '.join(found.ops)}")]
     lacks = [f"the fallback lacks {', '.join(missing)}"] if missing else []
     detail = (f"{head}: {', '.join(found.provided())} are provided; "
               + "; ".join(lacks + unsupported)
               + ". Where sgl-kernel cannot run and the fallback serves it, the first forward "
                 "fails there")
-    return [Finding(CHECK, "warn", detail,
+    return [Finding(CHECK, Level.WARN, detail,
                     "run with a working sgl-kernel for this GPU and torch; for FP8 block "
                     "scales sglang 0.5.7+ can avoid fp8_blockwise_scaled_mm with "
                     "--fp8-gemm-backend triton")]

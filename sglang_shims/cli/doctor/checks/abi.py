@@ -1,28 +1,13 @@
-"""Check 3a: was the installed kernel built for the installed torch?"""
+"""Was the installed kernel built for the installed torch (major.minor)?"""
 
 from __future__ import annotations
 
-from . import kernel_facts as kf
-from .facts import Facts
-from .finding import Finding
-from .pins import sglang_pins
-from .versions import local_label, minor_of, public_version, version_between
-
-ABI_URL = "https://github.com/sgl-project/sglang/issues/5247"
-
-
-def kernel_builds(version: str) -> list[kf.KernelBuild]:
-    label = local_label(version)
-    public = public_version(version)
-    hits = [b for b in kf.KERNEL_BUILDS if version_between(public, b.first, b.last)]
-    exact = [b for b in hits if b.label and b.label == label]
-    return exact or [b for b in hits if b.label is None]
-
-
-def builds_for_torch(torch_version: str) -> list[kf.KernelBuild]:
-    wanted = minor_of(torch_version)
-    return [b for b in kf.KERNEL_BUILDS
-            if b.label is None and not b.gone and minor_of(b.torch) == wanted]
+from .. import upstream
+from ..facts import Facts
+from ..finding import Finding, Level
+from ..kernel_facts import builds_for_torch, kernel_builds
+from ..requires import sglang_pins
+from ..version_text import minor_of, public_version
 
 
 def sglang_pin_text(facts: Facts) -> str:
@@ -51,23 +36,23 @@ def abi_remedy(facts: Facts, dist: str, version: str, built: str, torch_version:
     pinned = sglang_pin_text(facts)
     if pinned:
         options.append(f"or follow sglang's own pins: {pinned}")
-    return "; ".join(options) + f". See {ABI_URL}"
+    return "; ".join(options) + f". See {upstream.TORCH_ABI}"
 
 
 def check_abi(facts: Facts) -> list[Finding]:
-    """Check 3a: was the kernel built for the installed torch (major.minor)?"""
+    """Was the kernel built for the installed torch (major.minor)?"""
     kernel = facts.kernel()
     if kernel is None:
         return []
     dist, version = kernel
     builds = kernel_builds(version)
     if not builds:
-        return [Finding("sgl-kernel-abi", "info", f"{dist} {version} is not in sglang-shims' "
+        return [Finding("sgl-kernel-abi", Level.INFO, f"{dist} {version} is not in sglang-shims' "
                         "table of kernel builds; cannot tell which torch it was built with")]
     built = builds[0].torch
     torch_version = facts.version("torch")
     if not torch_version:
-        return [Finding("sgl-kernel-abi", "fail", f"{dist} {version} was built against torch "
+        return [Finding("sgl-kernel-abi", Level.FAIL, f"{dist} {version} was built against torch "
                         f"{built}, and torch is not installed: sgl_kernel cannot load",
                         f"pip install 'torch=={built}'")]
     loads = [b for b in builds[0].also if minor_of(b) == minor_of(torch_version)]
@@ -75,16 +60,16 @@ def check_abi(facts: Facts) -> list[Finding]:
         why = (f"sglang pinned it with torch {loads[0]} too (the wheel is gone from PyPI and "
                "could not be read)" if builds[0].gone else
                f"every torch symbol it imports is also exported by torch {loads[0]}")
-        return [Finding("sgl-kernel-abi", "ok",
+        return [Finding("sgl-kernel-abi", Level.OK,
                         f"{dist} {version} was built against torch {built}; {why}, the minor of "
                         f"the installed {torch_version}")]
     if minor_of(torch_version) != minor_of(built):
         detail = (f"{dist} {version} was built against torch {built}; torch {torch_version} is "
                   "installed: loading it fails with an undefined-symbol error (the C++ ABI "
                   "changes between torch minors)")
-        return [Finding("sgl-kernel-abi", "fail", detail,
+        return [Finding("sgl-kernel-abi", Level.FAIL, detail,
                         abi_remedy(facts, dist, version, built, torch_version))]
     note = "" if public_version(torch_version) == built else (
         f"; torch {torch_version} is another patch release of the same minor")
-    return [Finding("sgl-kernel-abi", "ok",
+    return [Finding("sgl-kernel-abi", Level.OK,
                     f"{dist} {version} was built against torch {built}{note}")]

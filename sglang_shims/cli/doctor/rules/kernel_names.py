@@ -1,5 +1,6 @@
-"""Doctor rule: the kernel names the installed sglang imports and the installed kernel
-lacks, and who serves each of them under sglang-shims (the hybrid tier).
+"""The kernel names the installed sglang imports and the installed kernel lacks, and who
+serves each of them under sglang-shims (the hybrid tier): the judge of the rule
+``sgl-kernel-hybrid-ops``, with the remedy it needs (which published kernel to install).
 
 Read from data alone (the names every sglang release imports, every kernel's export
 list), so it needs neither a GPU nor an importable kernel, and it gives the table the
@@ -11,12 +12,13 @@ from __future__ import annotations
 from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
-from ...kernels import hybrid, symbols
-from ...kernels._provider import _surfaces
-from . import kernel_facts as kf
-from .abi import builds_for_torch, kernel_builds
-from .facts import Facts
-from .versions import cuda_from_label, local_label, minor_of, version_between, version_in
+from ....kernels import hybrid, symbols
+from ....kernels._provider import _surfaces
+from .. import kernel_facts as kf
+from ..facts import Facts
+from ..finding import Finding, Level
+from ..version_text import cuda_from_label, local_label, minor_of, version_between, version_in
+from ._common import patch_on, verdict
 
 PATCH = "sgl-kernel-missing-symbols"
 
@@ -36,7 +38,7 @@ def _candidates(torch: str, needs: dict[str, str]) -> list[tuple[str, str, str, 
     """(dist, version, torch it was built with, names left to a stand-in) for every
     published kernel built for this torch's minor that serves every name in ``needs``."""
     found = []
-    for build in builds_for_torch(torch):
+    for build in kf.builds_for_torch(torch):
         for version in _surfaces():
             try:
                 parsed = Version(version)
@@ -82,7 +84,7 @@ def install_text(sglang: str, needs: dict[str, str], torch: str | None,
     exact = [s.version for s in req.specifier if s.operator == "=="] if req else []
     pinned = exact[0] if exact else ""
     label = local_label(torch) if cuda_from_label(local_label(torch)) else None
-    builds = kernel_builds(f"{pinned}+{label}" if label else pinned) if pinned else []
+    builds = kf.kernel_builds(f"{pinned}+{label}" if label else pinned) if pinned else []
     built = builds[0].torch if builds else None
     as_pinned = install(req.name, str(req.specifier), pinned) if req else ""
     if req and (torch is None or built is None or minor_of(built) == minor_of(torch)):
@@ -109,8 +111,8 @@ def install_text(sglang: str, needs: dict[str, str], torch: str | None,
             f" load on {torch}")
 
 
-def kernel_ops(facts: Facts) -> tuple[str, str, str] | None:
-    """(level, detail, remedy) when some name is not served by the real kernel."""
+def missing_names(facts: Facts) -> Finding | None:
+    """The judge: a verdict when some name is not served by the real kernel."""
     sglang, kernel = facts.version("sglang"), facts.kernel()
     if not sglang or kernel is None:
         return None
@@ -122,23 +124,23 @@ def kernel_ops(facts: Facts) -> tuple[str, str, str] | None:
     routes = hybrid.plan((n for n in needs if n not in exported and n not in owned), exported)
     if not routes:
         return None
-    from .rules import _patch_on
-
     install = install_text(sglang, needs, facts.version("torch"), kernel[0])
     listed = "; ".join([f"{name}: {chosen.label()}" for name, chosen in routes.items()]
                        + [f"{name}: {hybrid.HALF_ONLY_LABEL}"
                           for name in hybrid.widened(needs, routes, exported)])
     head = (f"sglang {sglang} imports {len(routes)} name(s) from sgl_kernel that"
             f" {kernel[0]} {kernel[1]} does not export")
-    on, why = _patch_on(facts, PATCH)
+    on, why = patch_on(facts, PATCH)
     if not on:
-        return ("fail", f"{head} ({', '.join(routes)}): importing sglang fails with"
-                f" ImportError; the patch {PATCH} is off ({why})",
-                f"SGLANG_SHIMS_ENABLE={PATCH}, or {install}")
+        return verdict(
+            Level.FAIL, f"{head} ({', '.join(routes)}): importing sglang fails with"
+            f" ImportError; the patch {PATCH} is off ({why})",
+            f"SGLANG_SHIMS_ENABLE={PATCH}, or {install}")
     unserved = [n for n, r in routes.items() if r.provider == hybrid.NONE]
     detail = (f"{head}; with sglang-shims ({PATCH} on: {why}) the real kernel serves every"
               f" other op, and these: {listed}")
     if unserved:
-        return ("warn", detail + "; a model that calls a 'none' op fails at that call",
-                f"for those ops: {install}")
-    return ("info", detail, "")
+        return verdict(
+            Level.WARN, detail + "; a model that calls a 'none' op fails at that call",
+            f"for those ops: {install}")
+    return verdict(Level.INFO, detail, "")

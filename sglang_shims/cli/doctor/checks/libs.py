@@ -1,4 +1,4 @@
-"""Check 5: can the dynamic loader find every CUDA library the kernel needs?"""
+"""Can the dynamic loader find every CUDA library the kernel needs?"""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ...patching.elf import LibraryInfo
-from . import kernel_facts as kf
+from ....patching.elf import LibraryInfo
+from .. import kernel_facts as kf
+from .. import upstream
+from ..facts import Facts
+from ..finding import Finding, Level
+from ..version_text import minor_of
 from .arch import loader_library, rel_path
-from .facts import Facts
-from .finding import Finding
-from .versions import minor_of
 
 
 def _lib_package(soname: str) -> str | None:
@@ -92,7 +93,7 @@ def _torch_preloads(facts: Facts, soname: str) -> bool:
 
 
 def check_libs(facts: Facts) -> list[Finding]:
-    """Check 5: can the loader find every library the kernel's common_ops needs?"""
+    """Can the loader find every library the kernel's common_ops needs?"""
     picked = loader_library(facts, facts.caps[0] if facts.caps else None)
     if picked is None:
         return []
@@ -109,7 +110,7 @@ def check_libs(facts: Facts) -> list[Finding]:
             continue  # no torch at all: sgl-kernel-abi says so once
         state, path = resolve_library(facts, soname, info)
         if state == "missing" and soname == "libcuda.so.1":
-            level = "fail" if facts.caps else "info"
+            level = Level.FAIL if facts.caps else Level.INFO
             out.append(Finding("cuda-libs", level, f"{where} needs libcuda.so.1, the NVIDIA "
                                "driver library, and it is not installed",
                                "install the NVIDIA driver" if facts.caps else ""))
@@ -124,23 +125,24 @@ def check_libs(facts: Facts) -> list[Finding]:
         for soname in missing:
             others = _other_majors(facts, soname)
             shown.append(f"{soname} (only {', '.join(others)} found)" if others else soname)
-        variant = any(_other_majors(facts, s) for s in missing)
+        variant = (f"; a kernel built for another CUDA major: {upstream.CUDA_MAJOR_VARIANT}"
+                   if any(_other_majors(facts, s) for s in missing) else "")
         out.append(Finding(
-            "cuda-libs", "fail",
+            "cuda-libs", Level.FAIL,
             f"{where} needs {', '.join(shown)}, which the dynamic loader cannot find: import "
-            f"sgl_kernel fails with '{missing[0]}: cannot open shared object file' (breakages "
-            f"#4/#5{'/#6: a kernel built for another CUDA major' if variant else ''})",
+            f"sgl_kernel fails with '{missing[0]}: cannot open shared object file' "
+            f"({upstream.CUDART_PRELOAD}, {upstream.NVRTC_MISSING}{variant})",
             lib_remedy(missing)))
     if off_path:
         folders = ":".join(dict.fromkeys(str(Path(p).parent) for _s, p in off_path))
         out.append(Finding(
-            "cuda-libs", "warn",
+            "cuda-libs", Level.WARN,
             f"{where} needs {', '.join(s for s, _p in off_path)}; found at "
             f"{', '.join(p for _s, p in off_path)}, but not on the loader's search path, and "
-            "import torch does not load them (breakage #5)",
+            f"import torch does not load them ({upstream.NVRTC_MISSING})",
             f"export LD_LIBRARY_PATH={folders}:$LD_LIBRARY_PATH"))
     if not out:
-        out.append(Finding("cuda-libs", "ok", f"{where} needs {len(found)} non-system "
+        out.append(Finding("cuda-libs", Level.OK, f"{where} needs {len(found)} non-system "
                            f"libraries; all found: {'; '.join(found)}"))
     return out
 

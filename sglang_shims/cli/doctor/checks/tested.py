@@ -1,9 +1,9 @@
-"""Check: was this exact sglang / transformers / kernel combination run in the matrix?
+"""Was this exact sglang / transformers / kernel combination run in the matrix?
 
 The compatibility matrix (``docs/compatibility.md``, run by ``python -m tests.matrix.run``)
 imports every sglang release's serving graph on today's torch and runs a tiny model
 through it, stock and with the shims.  Its results ship with the package
-(``compatibility.json`` beside this module), so a user can be told what happened to
+(``compatibility.json`` in the doctor package), so a user can be told what happened to
 their combination on the day it was run -- or that it was never run, which is worth
 knowing too.
 """
@@ -16,10 +16,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .facts import Facts
-from .finding import Finding
+from ..facts import Facts
+from ..finding import Finding, Level
 
-DATA = Path(__file__).with_name("compatibility.json")
+DATA = Path(__file__).parents[1] / "compatibility.json"
 CHECK = "tested"
 KERNEL_DISTS = ("sglang-kernel", "sgl-kernel")
 
@@ -105,7 +105,7 @@ def check_tested(facts: Facts) -> list[Finding]:
                if sglang not in known else
                "is in the compatibility matrix's range but was not run yet (run: "
                + tested + ")")
-        return [Finding(CHECK, "info", f"sglang {sglang} {why}",
+        return [Finding(CHECK, Level.INFO, f"sglang {sglang} {why}",
                         "see docs/compatibility.md for the releases that were run")]
     transformers = _public(env.version("transformers"))
     _dist, kernel = env.first_installed(KERNEL_DISTS)
@@ -116,7 +116,7 @@ def check_tested(facts: Facts) -> list[Finding]:
     where = f"sglang {sglang} (matrix run {entry['date']}, torch {torch_run})"
     if tf is None or slot is None:
         kernels = entry.get("kernels", {})
-        return [Finding(CHECK, "info",
+        return [Finding(CHECK, Level.INFO,
                         f"{where}: this exact combination was not run (transformers"
                         f" {transformers}, kernel {kernel or 'none'}); the matrix ran"
                         f" transformers {entry['pins'].get('transformers')} (the pin) and"
@@ -132,10 +132,10 @@ def check_tested(facts: Facts) -> list[Finding]:
     if torch_run and _public(env.version("torch")) != torch_run:
         detail += f" (your torch is {env.version('torch')}, the run used {torch_run})"
     if shims_ok:
-        return [Finding(CHECK, "ok", detail)]
+        return [Finding(CHECK, Level.OK, detail)]
     if shims_ok is None:
-        return [Finding(CHECK, "info", detail, "docs/compatibility.md lists what was run")]
-    return [Finding(CHECK, "warn", detail,
+        return [Finding(CHECK, Level.INFO, detail, "docs/compatibility.md lists what was run")]
+    return [Finding(CHECK, Level.WARN, detail,
                     f"use the transformers sglang {sglang} pins"
                     f" ({entry['pins'].get('transformers')}) or another release that passes in"
                     " docs/compatibility.md")]

@@ -1,0 +1,134 @@
+"""``sglang-shims status`` as a gate: which reports make it fail, read in-process.
+
+Every state whose patch is not in effect fails the gate; so do reports that cannot be read
+(too deep, too large, not JSON, not a report), and a run the launcher never started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sglang_shims.cli import main
+from sglang_shims.cli.status import NOT_IN_EFFECT, aggregate
+from sglang_shims.launch import LAUNCH_RECORD
+
+
+def report(folder: Path, pid: int, states: dict[str, str], **process: object) -> Path:
+    data = {"schema": 1,
+            "process": {"pid": pid, "ppid": 1, "role": "main", "origin": "pth", "argv": ["x"],
+                        "time": pid, **process},
+            "patches": {k: {"state": v, "reason": f"because {v}"} for k, v in states.items()}}
+    path = folder / f"{pid}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def status(folder: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
+    code = main(["status", "--json", "--report-dir", str(folder)])
+    return code, json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    return run
+
+
+def test_all_applied_passes(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report(folder, 10, {"a": "applied", "b": "not-applicable"})
+    report(folder, 11, {"a": "applied", "b": "not-applicable"}, role="scheduler")
+    code, data = status(folder, capsys)
+    assert (code, data["problems"]) == (0, [])
+
+
+@pytest.mark.parametrize("state", NOT_IN_EFFECT)
+def test_each_state_not_in_effect_fails(folder: Path, capsys: pytest.CaptureFixture[str],
+                                        state: str) -> None:
+    report(folder, 10, {"a": "applied"})
+    report(folder, 11, {"a": state}, role="scheduler")
+    code, data = status(folder, capsys)
+    assert code == 1
+    assert any(p.startswith(f"a {state} in pid 11: because {state}") for p in data["problems"])
+
+
+def test_the_states_not_in_effect_are_these() -> None:
+    """A state that leaves stock code in place must be on the list (the list is the gate)."""
+    assert set(NOT_IN_EFFECT) == {"failed", "drifted", "stale", "bypassed"}
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    ("[" * 100_000 + "]" * 100_000, "nested 100000 levels deep"),
+    ('{"process": ' * 70 + "1" + "}" * 70, "nested 70 levels deep"),
+    ("not json", "not JSON"),
+    ("[1, 2]", "not a report (a JSON list"),
+    ('{"process": {}}', "not a report (no 'patches' object)"),
+    (b"\xff\xfe{}", "not UTF-8"),
+])
+def test_unreadable_report_is_named_and_fails(folder: Path, capsys: pytest.CaptureFixture[str],
+                                              content: str | bytes, why: str) -> None:
+    report(folder, 10, {"a": "applied"})
+    bad = folder / "11.json"
+    if isinstance(content, bytes):
+        bad.write_bytes(content)
+    else:
+        bad.write_text(content)
+    code, data = status(folder, capsys)
+    assert code == 1
+    [line] = data["unreadable"]
+    assert line.startswith("11.json: ") and why in line, line
+    assert "1 report(s) could not be read" in " ".join(data["problems"])
+
+
+def test_a_huge_report_is_not_read_whole(folder: Path) -> None:
+    report(folder, 10, {"a": "applied"})
+    (folder / "11.json").write_text(" " * (17 << 20))
+    [line] = aggregate(folder).unreadable
+    assert "larger than" in line
+
+
+def test_only_pid_named_files_are_reports(folder: Path, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
+    report(folder, 10, {"a": "applied"})
+    (folder / "notes.json").write_text("[]")
+    code, data = status(folder, capsys)
+    assert (code, data["unreadable"]) == (0, [])
+
+
+def test_a_run_that_never_started_fails(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (folder / LAUNCH_RECORD).write_text(json.dumps({"failed": "no such script: x.py"}))
+    code, data = status(folder, capsys)
+    assert code == 1
+    assert data["problems"] == ["this run never started: no such script: x.py"]
+
+
+def test_a_run_that_started_is_judged_by_its_reports(folder: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    (folder / LAUNCH_RECORD).write_text(json.dumps({"failed": None}))
+    report(folder, 10, {"a": "applied"})
+    assert status(folder, capsys)[0] == 0
+
+
+def test_newest_run_is_the_failed_launch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --report-dir the newest run is judged, and a launch that failed says so."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.delenv("SGLANG_SHIMS_REPORT_DIR", raising=False)
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    root = tmp_path / f"sglang-shims-{os.geteuid()}"
+    good, failed = root / "1-good", root / "2-failed"
+    for run in (root, good, failed):
+        run.mkdir(mode=0o700)
+    report(good, 10, {"a": "applied"})
+    (failed / LAUNCH_RECORD).write_text(json.dumps({"failed": "no module named x"}))
+    os.utime(good, (1, 1))
+    code = main(["status", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and data["directory"] == str(failed)
+    assert data["problems"] == ["this run never started: no module named x"]
