@@ -12,27 +12,16 @@ import pytest
 from sglang_shims.cli import docs as _docs
 from sglang_shims.cli import survey as _static
 
+from ..support.programs import program
 from ..support.run import REPO, Result, run_python
-
-HEAVY = ("torch", "sglang", "transformers", "sgl_kernel", "triton")
-
-
-def cli(*args: str, paths: tuple[Path, ...] = (), **env: str) -> Result:
-    code = (
-        "import sys, json\n"
-        "from sglang_shims.cli import main\n"
-        f"code = main({list(args)!r})\n"
-        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
-        "print(json.dumps({'exit': code, 'heavy': heavy}))\n"
-    )
-    return run_python(code, paths=paths, env=env, activate=False)
+from ..support.run import run_cli as cli
 
 
 def outcome(result: Result) -> tuple[object, dict[str, object]]:
     """(the command's JSON output, {exit, heavy})."""
-    lines = result.stdout.strip().splitlines()
-    meta = json.loads(lines[-1])
-    body = "\n".join(lines[:-1])
+    meta = result.json()
+    assert isinstance(meta, dict)
+    body = "\n".join(result.stdout.strip().splitlines()[:-1])
     return (json.loads(body) if body.startswith(("{", "[")) else body), meta
 
 
@@ -136,7 +125,8 @@ def test_status_aggregates(tmp_path: Path) -> None:
 
 def test_status_without_reports_is_a_problem_not_a_usage_error(tmp_path: Path) -> None:
     result = cli("status", TMPDIR=str(tmp_path))
-    assert json.loads(result.stdout.strip().splitlines()[-1])["exit"] == 1
+    data = result.json()
+    assert isinstance(data, dict) and data["exit"] == 1
     assert "no report directory" in result.stderr
 
 
@@ -218,11 +208,7 @@ def test_every_json_output_has_a_schema(tmp_path: Path) -> None:
 
 
 def test_internal_error_has_its_own_exit_code_and_asks_for_a_report() -> None:
-    result = run_python(
-        "import sglang_shims.cli as c\n"
-        "def boom(args): raise KeyError('bug')\n"
-        "c.cmd_check = boom\n"
-        "raise SystemExit(c.main(['check']))\n", activate=False)
+    result = run_python(program("cli/internal_error"), activate=False)
     assert result.returncode == 3
     assert "KeyError: 'bug'" in result.stderr
     last = result.stderr.strip().splitlines()[-1]

@@ -5,7 +5,6 @@ consistently."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,45 +13,13 @@ from pathlib import Path
 import pytest
 
 from ..support.packages import manifest_text, write_package, write_patch
-from ..support.run import REPO, SITE_PACKAGES, clean_env
+from ..support.programs import program
+from ..support.run import REPO, SITE_PACKAGES, Result, clean_env
 
 TARGETS = {f"soakpkg/m{i}.py": f"VALUE = {i}\n" for i in range(3)} | {"soakpkg/__init__.py": ""}
 
-SLOW_PATCH = """
-import time
-calls = 0
-
-def apply(ctx):
-    global calls
-    calls += 1
-    time.sleep(0.05)
-    ctx.setattr(ctx.module, "VALUE", ctx.module.VALUE + 100)
-"""
-
-WORKER = """
-import importlib, json, sys, threading
-import sglang_shims._bootstrap as b
-b.activate("test")
-barrier = threading.Barrier(THREADS)
-seen = []
-
-def work(i):
-    barrier.wait()
-    for name in ("soakpkg.m0", "soakpkg.m1", "soakpkg.m2"):
-        seen.append((name, importlib.import_module(name).VALUE))
-
-threads = [threading.Thread(target=work, args=(i,)) for i in range(THREADS)]
-for t in threads: t.start()
-for t in threads: t.join(60)
-alive = sum(t.is_alive() for t in threads)
-import sglang_shims
-status = sglang_shims.status()
-calls = {pid: sys.modules["sglang_shims.patches." + pid.replace("-", "_")].calls
-         for pid in ("soak-0", "soak-1", "soak-2")}
-print(json.dumps({"alive": alive, "values": sorted(set(seen)), "n": len(seen),
-                  "calls": calls,
-                  "states": {k: v["state"] for k, v in status.items() if k.startswith("soak")}}))
-"""
+SLOW_PATCH = program("process/concurrency/tree/slow_patch")
+WORKER = program("process/concurrency/import_threads")
 
 
 def setup(tmp_path: Path) -> tuple[Path, Path]:
@@ -67,15 +34,16 @@ def soak(tmp_path: Path, processes: int, threads: int) -> list[dict[str, object]
     site, patches = setup(tmp_path)
     env = clean_env(SGLANG_SHIMS_PATH=str(patches),
                     PYTHONPATH=os.pathsep.join([str(REPO), str(site), *SITE_PACKAGES]))
-    code = WORKER.replace("THREADS", str(threads))
-    procs = [subprocess.Popen([sys.executable, "-S", "-c", code], env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    procs = [subprocess.Popen([sys.executable, "-S", "-c", WORKER, str(threads)], env=env,
+                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for _ in range(processes)]
     results = []
     for proc in procs:
         out, err = proc.communicate(timeout=300)  # a deadlock would end here
         assert proc.returncode == 0, err
-        results.append(json.loads(out.strip().splitlines()[-1]))
+        data = Result(proc.returncode, out, err).json()
+        assert isinstance(data, dict)
+        results.append(data)
     return results
 
 
@@ -90,36 +58,7 @@ def test_soak_50_processes_8_threads(tmp_path: Path) -> None:
         assert r["states"] == {"soak-0": "applied", "soak-1": "applied", "soak-2": "applied"}
 
 
-RACE = """
-import importlib, json, sys, threading
-import sglang_shims
-stop = threading.Event()
-errors = []
-
-def importer():
-    for round_ in range(ROUNDS):
-        for name in ("soakpkg.m0", "soakpkg.m1", "soakpkg.m2"):
-            sys.modules.pop(name, None)
-            try:
-                importlib.import_module(name)
-            except Exception as exc:
-                errors.append(repr(exc))
-
-def toggler():
-    while not stop.is_set():
-        sglang_shims.install()
-        sglang_shims.revert()
-
-t1 = threading.Thread(target=importer)
-t2 = threading.Thread(target=toggler)
-t2.start(); t1.start()
-t1.join(120); stop.set(); t2.join(120)
-sglang_shims.revert()
-states = {k: v["state"] for k, v in sglang_shims.status().items() if k.startswith("soak")}
-mods = [importlib.import_module(n) for n in ("soakpkg.m0", "soakpkg.m1", "soakpkg.m2")]
-print(json.dumps({"alive": t1.is_alive() + t2.is_alive(), "errors": errors,
-                  "states": states, "values": [m.VALUE for m in mods]}))
-"""
+RACE = program("process/concurrency/imports_race_install")
 
 
 @pytest.mark.parametrize("rounds", [30])
@@ -127,10 +66,11 @@ def test_imports_race_install_and_revert(tmp_path: Path, rounds: int) -> None:
     site, patches = setup(tmp_path)
     env = clean_env(SGLANG_SHIMS_PATH=str(patches),
                     PYTHONPATH=os.pathsep.join([str(REPO), str(site), *SITE_PACKAGES]))
-    proc = subprocess.run([sys.executable, "-S", "-c", RACE.replace("ROUNDS", str(rounds))],
+    proc = subprocess.run([sys.executable, "-S", "-c", RACE, str(rounds)],
                           env=env, text=True, capture_output=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    data = Result.of(proc).json()
+    assert isinstance(data, dict)
     assert data["alive"] == 0 and data["errors"] == []
     # after the final revert, nothing is left patched and every record says so
     assert set(data["states"].values()) <= {"reverted", "pending"}

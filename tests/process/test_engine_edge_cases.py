@@ -1,4 +1,4 @@
-"""Engine and finder reactions no other quick test pinned (found by mutation testing): a
+"""Engine and finder reactions at the edges, each pinned on its own: a
 watched import that raises is noted on its pending patches; when reports are written the
 report follows the process title sglang sets with setproctitle; a namespace-package target
 is patched; a meta-path entry without find_spec is passed over."""

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ..support.packages import manifest_text, write_package, write_patch
+from ..support.programs import program
 from ..support.run import Result, run_python
 
 TARGET = {
@@ -34,36 +35,7 @@ TARGET = {
     "shimtarget/broken.py": "def oops(:\n",
 }
 
-# Compare the patched module with a second, stock copy loaded from the same file under
-# another name (nothing watches that name): same members, same values, same bytecode.
-PROBE = """
-import hashlib, importlib.util, json, sys, types
-import shimtarget.mod as m
-
-def describe(ns):
-    out = {}
-    for key, value in ns.items():
-        if key in ("__name__", "__package__", "__loader__", "__spec__", "__builtins__",
-                   "__cached__"):
-            continue
-        if isinstance(value, types.FunctionType):
-            out[key] = ["function", value.__qualname__,
-                        hashlib.sha256(value.__code__.co_code).hexdigest()]
-        elif isinstance(value, type):
-            out[key] = ["class", value.__qualname__, sorted(vars(value))]
-        else:
-            out[key] = ["value", repr(value)]
-    return out
-
-spec = importlib.util.spec_from_file_location("stock_copy", m.__file__)
-stock = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(stock)
-import sglang_shims
-print(json.dumps({"identical": describe(vars(m)) == describe(vars(stock)),
-                  "greet": m.greet("x"),
-                  "status": {k: v for k, v in sglang_shims.status().items()
-                             if k.startswith("fault-")}}))
-"""
+PROBE = program("process/fault_probe")
 
 
 @dataclass

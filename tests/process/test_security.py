@@ -4,7 +4,7 @@ The suite runs as root on CI; each attack plants its files as a second user (a f
 child that drops to uid/gid 65534 with ``os.setuid``), then the victim -- root -- runs
 sglang-shims as a user would.  Without root these tests skip (a process cannot become
 another user).  The rules they enforce are SECURITY.md's, one test (or parametrised
-group) per rule, named there; the row numbers are those of the adversarial review.
+group) per rule, named there.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from sglang_shims import _trust
 from sglang_shims.engine import record
 
 from ..support.packages import manifest_text
-from ..support.run import REPO, clean_env, run_python
+from ..support.programs import program
+from ..support.run import REPO, clean_env, run_cli, run_python
 
 OTHER = 65534  # "nobody": the attacker
 
@@ -99,7 +100,7 @@ def reported_folder(result: subprocess.CompletedProcess[str]) -> Path:
 
 @pytest.mark.parametrize("squat", ["folder", "link"])
 def test_launcher_refuses_a_report_folder_another_user_made(arena: Path, squat: str) -> None:
-    """Row 10: the other user pre-creates the launcher's folder (as a 777 folder, or a
+    """The other user pre-creates the launcher's folder (as a 777 folder, or a
     link to one of theirs) full of links to root's 0600 file, and also sprays the old
     predictable ``sglang-shims/<ts>-<pid>`` names; root's launcher must write nowhere
     near them."""
@@ -126,7 +127,7 @@ def test_launcher_refuses_a_report_folder_another_user_made(arena: Path, squat: 
             (folder / f"{pid}.json").symlink_to(victim)
         stamps = {time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() + s))
                   for s in range(4)}
-        for pid in range(first, first + 50):  # what the review planted (row 10)
+        for pid in range(first, first + 50):  # the old per-run folder names too
             for stamp in stamps:
                 run = old / f"{stamp}-{pid}"
                 run.mkdir()
@@ -152,7 +153,7 @@ def test_launcher_refuses_a_report_folder_another_user_made(arena: Path, squat: 
 
 
 def test_each_user_launches_into_their_own_folder(arena: Path) -> None:
-    """Row 11: root launches first; another user's reports must still be written (they
+    """Root launches first; another user's reports must still be written (they
     were refused with "Permission denied" when everyone shared one folder)."""
     first = launch(arena)
     assert first.returncode == 0, first.stderr
@@ -237,18 +238,16 @@ def test_a_shared_report_dir_stops_the_launcher_not_a_process(arena: Path) -> No
 
 
 def test_relative_report_dir_is_resolved_once(arena: Path) -> None:
-    """Row 9: a relative SGLANG_SHIMS_REPORT_DIR and a chdir after the first watched
+    """A relative SGLANG_SHIMS_REPORT_DIR and a chdir after the first watched
     import gave two folders; now one (and children inherit the absolute path)."""
     here, elsewhere = arena / "here", arena / "elsewhere"
     here.mkdir()
     elsewhere.mkdir()
     patches = clean_patch(arena / "sp-clean")
-    result = run_python(f"""
-        import os, mymod
-        os.chdir({str(elsewhere)!r})
-        print(os.environ["SGLANG_SHIMS_REPORT_DIR"])
-    """, paths=(fake_module(arena),), cwd=here,
-        env={"SGLANG_SHIMS_PATH": str(patches), "SGLANG_SHIMS_REPORT_DIR": "reports"})
+    result = run_python(program("process/security/chdir_after_import"),
+                        paths=(fake_module(arena),), cwd=here, args=(str(elsewhere),),
+                        env={"SGLANG_SHIMS_PATH": str(patches),
+                             "SGLANG_SHIMS_REPORT_DIR": "reports"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(here / "reports")
     assert len(list((here / "reports").glob("*.json"))) == 1
@@ -259,12 +258,10 @@ def test_relative_report_dir_is_resolved_once(arena: Path) -> None:
 
 
 def status(arena: Path, *args: str) -> tuple[int, str]:
-    result = run_python(f"""
-        from sglang_shims.cli import main
-        print("exit", main({["status", *args]!r}))
-    """, activate=False, env={"TMPDIR": str(arena / "tmp")})
-    lines = result.stdout.strip().splitlines()
-    return int(lines[-1].split()[1]), "\n".join(lines[:-1]) + result.stderr
+    result = run_cli("status", *args, TMPDIR=str(arena / "tmp"))
+    data = result.json()
+    assert isinstance(data, dict)
+    return data["exit"], "\n".join(result.stdout.strip().splitlines()[:-1]) + result.stderr
 
 
 def planted_report(folder: Path, pid: int) -> None:
@@ -275,7 +272,7 @@ def planted_report(folder: Path, pid: int) -> None:
 
 
 def test_status_never_shows_another_users_run(arena: Path) -> None:
-    """Row 12: the other user squats root's per-user folder with a run saying
+    """The other user squats root's per-user folder with a run saying
     "applied", and offers a folder of theirs; status shows neither and says why."""
     mine = arena / "tmp" / "sglang-shims-0"
     theirs = arena / "tmp" / "theirs"
@@ -360,7 +357,7 @@ def clean_patch(root: Path) -> Path:
 
 
 def refused_cases(arena: Path) -> tuple[list[Path], dict[str, str], dict[str, str]]:
-    """Every row-16-to-19 set-up; returns the roots, {patch id: expected refusal} and
+    """Every such set-up; returns the roots, {patch id: expected refusal} and
     {root: expected warning}.  Every evil file writes a marker named after its module
     when it runs."""
     markers = arena / "markers"
@@ -380,14 +377,14 @@ def refused_cases(arena: Path) -> tuple[list[Path], dict[str, str], dict[str, st
     as_other(plant)
     sp = arena / "sp"
     refused: dict[str, str] = {}
-    folder = patch_folder(sp / "C", "c-symlink", None)  # row 16
+    folder = patch_folder(sp / "C", "c-symlink", None)  # patch.py a link to their file
     (folder / "patch.py").symlink_to(evil777 / "evil.py")
     refused["c-symlink"] = "patch.py is a symbolic link"
-    patch_folder(sp / "D", "d-abscode", None, f'code = "{evil777 / "evil.py"}"')  # row 17
+    patch_folder(sp / "D", "d-abscode", None, f'code = "{evil777 / "evil.py"}"')
     refused["d-abscode"] = "must be a plain file name inside the patch folder"
     patch_folder(sp / "E", "e-traverse", None, 'code = "../../../tmp/evil777/evil.py"')
     refused["e-traverse"] = "must be a plain file name inside the patch folder"
-    (patch_folder(sp / "B", "b-loose-code", evil) / "patch.py").chmod(0o666)  # row 18
+    (patch_folder(sp / "B", "b-loose-code", evil) / "patch.py").chmod(0o666)
     refused["b-loose-code"] = "patch.py is world-writable"
     manifest = patch_folder(sp / "H", "h-their-manifest", evil) / "manifest.toml"
     os.chown(manifest, OTHER, OTHER)
@@ -416,7 +413,7 @@ def refused_cases(arena: Path) -> tuple[list[Path], dict[str, str], dict[str, st
     os.chown(sp / "G", 0, OTHER)
     (sp / "G").chmod(0o775)
     warned[str(sp / "G")] = "refused: it is group-writable (gid 65534)"
-    loose_parent = arena / "loose"  # row 19: root-owned entry, 777 non-sticky parent
+    loose_parent = arena / "loose"  # a root-owned entry below a 777 non-sticky parent
     patch_folder(loose_parent / "jdir", "row19", evil)
     loose_parent.chmod(0o777)
     warned[str(loose_parent / "jdir")] = (f"refused: {loose_parent}, above it, is"
@@ -426,7 +423,7 @@ def refused_cases(arena: Path) -> tuple[list[Path], dict[str, str], dict[str, st
 
 
 def test_extra_patches_that_another_user_could_have_written_never_run(arena: Path) -> None:
-    """Rows 16-19: links, absolute and ``..`` code paths, files and folders another user
+    """Links, absolute and ``..`` code paths, files and folders another user
     owns or may write, a loose folder above the entry.  Each was "ATTACKER CODE RAN as
     uid 0"; now none runs, each patch is ``failed`` with the reason in status() and in
     ``sglang-shims list``, and a clean patch beside them still applies (the harness can
@@ -439,7 +436,8 @@ def test_extra_patches_that_another_user_could_have_written_never_run(arena: Pat
         print(json.dumps({"value": mymod.VALUE, "status": sglang_shims.status()}))
     """, paths=(fake_module(arena),), env={"SGLANG_SHIMS_PATH": path})
     assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout)
+    out = result.json()
+    assert isinstance(out, dict)
     assert list((arena / "markers").iterdir()) == []
     assert out["value"] == "patched"
     assert out["status"]["clean"]["state"] == "applied"

@@ -1,8 +1,8 @@
 """``status()`` and ``sglang-shims status`` never say a patch is in effect when it is not.
 
-Each test reproduces a lie from the adversarial review (rows 13, 25, 26, 28, 30-32, 38):
-a module made stock again, a module imported around our hook, a namespace-package
-kernel, a typo'd report folder, fork children and multiprocessing's helpers.
+Each test sets up a way the report could claim more than is true: a module made stock
+again, a module imported around our hook, a namespace-package kernel, a typo'd report
+folder, fork children and multiprocessing's helpers.
 """
 
 from __future__ import annotations

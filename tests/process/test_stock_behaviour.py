@@ -7,45 +7,16 @@ never a value written down from reading our code.
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from ..support.programs import program
 from ..support.run import run_python
 
-PROBE = """
-import importlib, importlib.util, json, sys, traceback
-out = []
-for name in NAMES:
-    row = {"name": name}
-    try:
-        spec = importlib.util.find_spec(name)
-        row["spec"] = None if spec is None else {
-            "name": spec.name, "origin": spec.origin, "has_location": spec.has_location,
-            "locations": None if spec.submodule_search_locations is None
-            else list(spec.submodule_search_locations),
-            "loader": None if spec.loader is None
-            else type(getattr(spec.loader, "loader", spec.loader)).__name__}
-    except BaseException as exc:
-        row["spec"] = f"raised {type(exc).__name__}: {exc}"
-    try:
-        module = importlib.import_module(name)
-        row["import"] = {"file": getattr(module, "__file__", "<unset>"),
-                         "path": list(getattr(module, "__path__", []) or []),
-                         "loader": type(module.__loader__).__name__,
-                         "spec_loader": type(module.__spec__.loader).__name__,
-                         "names": sorted(vars(module))}
-    except BaseException as exc:
-        frames = traceback.extract_tb(exc.__traceback__)
-        row["import"] = f"raised {type(exc).__name__}: {exc}"
-        row["our_frames"] = [f"{f.filename.rpartition('/')[2]}:{f.name}" for f in frames
-                             if "sglang_shims" in f.filename]
-    out.append(row)
-print(json.dumps(out))
-"""
+PROBE = program("process/find_and_import")
 
 SITUATIONS = ("missing", "module", "package", "broken", "namespace")
 # watched top-level names, a watched submodule's package, and names nobody watches
@@ -69,9 +40,8 @@ def lay_out(root: Path, name: str, situation: str) -> None:
 
 
 def probe(root: Path, names: list[str], *, shims: bool) -> list[dict[str, object]]:
-    code = f"NAMES = {names!r}\n" + textwrap.dedent(PROBE)
     env = {} if shims else {"SGLANG_SHIMS": "0"}
-    result = run_python(code, paths=(root,), env=env, activate=shims)
+    result = run_python(PROBE, paths=(root,), env=env, activate=shims, args=(json.dumps(names),))
     assert result.returncode == 0, result.stderr
     rows = result.json()
     assert isinstance(rows, list)

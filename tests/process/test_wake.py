@@ -20,6 +20,7 @@ import pytest
 from sglang_shims.catalog.manifest import load_text
 
 from ..support.packages import manifest_text, write_package
+from ..support.programs import program
 from ..support.run import REPO, run_python
 
 PACKAGE = REPO / "sglang_shims"
@@ -118,16 +119,7 @@ def test_missing_version_reader_leaves_the_stock_answer(tmp_path: Path) -> None:
     assert out.stderr.count("cannot read the installed versions") == 1, out.stderr
 
 
-BREAK_RESOURCES = """
-import importlib.resources
-def broken(*args, **kwargs):
-    raise RuntimeError("resources broken")
-importlib.resources.files = broken
-from sglang_shims.catalog import load
-warnings = []
-root = load.builtin_root(warnings)
-print(json.dumps([str(root), warnings]))
-"""
+BREAK_RESOURCES = program("process/broken_resources")
 
 
 def test_installed_patches_folder_is_found_without_importlib_resources(tmp_path: Path) -> None:
@@ -135,13 +127,12 @@ def test_installed_patches_folder_is_found_without_importlib_resources(tmp_path:
     there: what importlib.resources would answer, without its cost or its failures."""
     package = copy_package(tmp_path / "copy")
     (package / "patches").mkdir()
-    out = run_python(f"import json, sys\nsys.path.insert(0, {str(tmp_path / 'copy')!r})\n"
-                     + BREAK_RESOURCES, activate=False)
+    out = run_python(BREAK_RESOURCES, activate=False, args=(str(tmp_path / "copy"),))
     assert out.json() == [str(package / "patches"), []], out.stderr
 
 
 def test_checkout_still_asks_importlib_resources_and_says_when_it_fails() -> None:
-    out = run_python("import json\n" + BREAK_RESOURCES, activate=False)
+    out = run_python(BREAK_RESOURCES, activate=False)
     root, warnings = out.json()
     assert root == str(REPO / "patches"), out.stderr
     assert len(warnings) == 1 and "resources broken" in warnings[0], warnings

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from ..support.run import REPO
+from ..support.programs import program
+from ..support.run import REPO, need, run_python
 from ..support.scripts import load_script
+from ..support.stacks import no_kernel_paths, unpack_py312
 
 EXAMPLES = REPO / "examples"
 EXAMPLE = EXAMPLES / "e2e_serve.py"
@@ -126,7 +128,7 @@ def test_step_times_come_from_the_schedulers_decode_lines(e2e: ModuleType) -> No
     assert e2e.percentile([3.0, 1.0, 2.0], 50) == 2.0
 
 
-# --- issue 17: the MoE and FP8 models (examples/_e2e_models.py) ---------------------------
+# --- the MoE and FP8 models (examples/_e2e_models.py) ---------------------------------------
 
 
 def test_split_fused_experts_gives_one_tensor_per_expert(models: ModuleType) -> None:
@@ -296,84 +298,15 @@ def test_plan_keeps_the_dense_runs_and_rejects_unknown_models(e2e: ModuleType,
         e2e.parse_args(["--speed", "none"])
 
 
-WHEELS_0517 = (("transformers", "5.12.1"), ("huggingface_hub", "1.33.0"),
-               ("tokenizers", "0.22.2"), ("flashinfer-python", "0.6.15.post1"),
-               ("xgrammar", "0.2.1"), ("apache-tvm-ffi", "0.1.15.post2"), ("openai", "2.6.1"))
-FOR_PY312 = ("--python-version", "3.12", "--implementation", "cp", "--platform",
-             "manylinux_2_34_x86_64")
-
-
 @pytest.mark.wheels
 def test_op_listing_holds_for_sglang_0_5_17_and_not_for_0_5_1(
         models: ModuleType, sglang_release: Any) -> None:
-    from sglang_shims.testing import wheels
-
-    try:
-        root = wheels.unpack("sglang", "0.5.17", pip_args=FOR_PY312) / "sglang"
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
+    root = unpack_py312("0.5.17") / "sglang"
     for name in models.OPS_0_5_17:
         assert models.check_listing(name, root) == [], name
     old = sglang_release("0.5.1") / "sglang"  # no kernel registry, no sglang.kernels
     assert "topk_softmax: kernels/ops/moe/__init__.py missing" in \
         models.check_listing("qwen3moe", old)
-
-
-PROBE = """
-import json, sys, tempfile
-from pathlib import Path
-sys.path.insert(0, EXAMPLES)
-import _e2e_models as m
-import torch, transformers
-from safetensors.torch import load_file
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
-tok = Tokenizer(models.BPE(unk_token="<unk>"))
-tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-trainer = trainers.BpeTrainer(vocab_size=100, special_tokens=["<unk>", "<s>", "</s>"])
-tok.train_from_iterator(["the quick brown fox"] * 20, trainer)
-fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
-                               unk_token="<unk>")
-common = dict(vocab_size=len(fast), hidden_size=128, intermediate_size=256,
-              moe_intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-              num_key_value_heads=2, head_dim=64, max_position_embeddings=4096,
-              rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
-from sglang.srt.configs.model_config import ModelConfig
-from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
-from sglang.srt.layers.quantization.fp8 import Fp8Config
-out = {"transformers": transformers.__version__}
-work = Path(tempfile.mkdtemp())
-for name in m.SPECS:
-    f = m.build(name, common, work, fast)
-    mc = ModelConfig(str(f["serve"]), dtype=m.SPECS[name]["dtype"])
-    entry = {"arch": mc.hf_config.architectures, "quantization": mc.quantization}
-    served = load_file(str(f["serve"] / "model.safetensors"))
-    key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
-    ref = AutoModelForCausalLM.from_pretrained(f["reference"], **{key: torch.float32})
-    state = m.split_fused_experts(ref.state_dict())
-    if mc.quantization:
-        q = Fp8Config.from_config(mc.hf_config.quantization_config)
-        entry.update(block=q.weight_block_size, serialized=q.is_checkpoint_fp8_serialized)
-        quantised = [k for k in served if served[k].dtype == torch.float8_e4m3fn]
-        suffix = "_scale_inv" if q.weight_block_size else "_scale"
-        entry["quantised"] = sorted({k.split(".")[-2] for k in quantised})
-        entry["scale_shapes"] = sorted({tuple(served[k + suffix].shape) for k in quantised})
-        entry["dequantised_equal"] = all(
-            torch.equal(m.dequantize_fp8(served[k], served[k + suffix]), state[k])
-            for k in quantised)
-    else:
-        mapping = FusedMoE.make_expert_params_mapping(
-            ckpt_gate_proj_name="gate_proj", ckpt_down_proj_name="down_proj",
-            ckpt_up_proj_name="up_proj", num_experts=mc.hf_config.num_experts)
-        experts = [k for k in served if ".experts." in k]
-        entry["experts"] = len(experts)
-        entry["unmapped"] = [k for k in experts if not any(w in k for _, w, _, _ in mapping)]
-        # transformers reads the per-expert checkpoint back into the same weights
-        entry["round_trip"] = sorted(served) == sorted(state) and all(
-            torch.equal(served[k], state[k]) for k in served)
-    out[name] = entry
-print(json.dumps(out))
-"""
 
 
 @pytest.mark.wheels
@@ -382,20 +315,9 @@ def test_builders_write_checkpoints_sglang_0_5_17_reads(pypi_release: Any) -> No
     config (architecture, quantization), Fp8Config reads the quantization_config, the MoE
     experts match sglang's expert loader mapping, transformers loads every checkpoint back,
     and the FP8 weights dequantise exactly to what the reference runs."""
-    from sglang_shims.testing import wheels
-
-    from ..support.programs import FAKE_CUDA
-    from ..support.run import need, run_python
-
-    for module in ("torch", "fastapi", "zmq", "safetensors"):
-        need(module)
-    try:
-        sglang = wheels.unpack("sglang", "0.5.17", pip_args=FOR_PY312)
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    paths = (*(pypi_release(dist, version) for dist, version in WHEELS_0517), sglang)
-    code = FAKE_CUDA + PROBE.replace("EXAMPLES", repr(str(EXAMPLES)))
-    result = run_python(code, paths=paths, timeout=600)
+    need("safetensors")
+    result = run_python(program("scripts/e2e_models_checkpoints"),
+                        paths=no_kernel_paths(pypi_release), args=(str(EXAMPLES),), timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     data = result.json()
     assert data["transformers"] == "5.12.1"  # experts fused in memory: the split is tested

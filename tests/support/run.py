@@ -42,6 +42,11 @@ class Result:
         """The last stdout line, parsed (programs print one JSON document last)."""
         return json.loads(self.stdout.strip().splitlines()[-1])
 
+    @classmethod
+    def of(cls, proc: subprocess.CompletedProcess[str]) -> Result:
+        """The result of a process started some other way than :func:`run_python`."""
+        return cls(proc.returncode, proc.stdout, proc.stderr)
+
 
 def run_python(code: str, *, paths: tuple[Path | str, ...] = (), env: dict[str, str] | None = None,
                activate: bool = True, python: str = sys.executable, timeout: float = 120,
@@ -59,6 +64,14 @@ def run_python(code: str, *, paths: tuple[Path | str, ...] = (), env: dict[str, 
     proc = subprocess.run([python, "-S", "-c", source, *args], env=full_env, capture_output=True,
                           text=True, timeout=timeout, cwd=cwd or REPO, check=False)
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_cli(*args: str, paths: tuple[Path, ...] = (), **env: str) -> Result:
+    """``sglang-shims ARGS`` in a fresh interpreter where the shims are not active; its last
+    stdout line is ``{"exit": code, "heavy": [the heavy packages it imported]}``."""
+    from .programs import program
+
+    return run_python(program("cli/main"), paths=paths, env=env, activate=False, args=args)
 
 
 def need(module: str) -> None:

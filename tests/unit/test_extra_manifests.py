@@ -13,7 +13,7 @@ from sglang_shims import _bootstrap
 from sglang_shims.catalog.load import load
 from sglang_shims.cli import main
 
-from .conftest import manifest_text, write_patch
+from ..support.packages import manifest_text, write_patch
 
 
 @pytest.fixture

@@ -17,8 +17,9 @@ import pytest
 from sglang_shims.launch import SGLANG_ENTRY, Plan, UsageError, parse
 
 from ..support.packages import write_package
-from ..support.run import REPO, clean_env
-from ..support.venvs import FAKE_SGLANG, pip_install, sh, Venv
+from ..support.programs import program
+from ..support.run import REPO, Result, clean_env
+from ..support.venvs import FAKE_SGLANG, Venv, pip_install, sh
 
 
 class TestParse:
@@ -55,33 +56,7 @@ class TestParse:
             parse(["-m"], {})
 
 
-SPAWNER = """\
-import json, multiprocessing as mp, os, sys
-
-
-def probe():
-    try:
-        import sglang.srt.layers.quantization.gptq  # noqa: F401
-        outcome = "patched"
-    except ImportError:
-        outcome = "stock"
-    return {"pid": os.getpid(), "outcome": outcome,
-            "user_site": os.environ.get("USER_SITECUSTOMIZE_RAN")}
-
-
-def child(queue):
-    queue.put(probe())
-
-
-if __name__ == "__main__":
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=child, args=(queue,))
-    proc.start()
-    kid = queue.get(timeout=120)
-    proc.join(60)
-    print(json.dumps({"parent": probe(), "child": kid}))
-"""
+SPAWNER = program("venvs/launch_spawner")
 
 
 @pytest.fixture
@@ -109,7 +84,8 @@ def run_in(venv: Venv, pythonpath: str, *args: str, **env: str) -> dict[str, dic
                             env=clean_env(PYTHONPATH=pythonpath, **env), timeout=300,
                             check=False, cwd=Path(pythonpath.split(":", maxsplit=1)[0]).parent)
     assert result.returncode == 0, result.stderr
-    data: dict[str, dict[str, str]] = json.loads(result.stdout.strip().splitlines()[-1])
+    data = Result.of(result).json()
+    assert isinstance(data, dict)
     return data
 
 
@@ -192,7 +168,8 @@ def test_console_script_launch(wheel: Path, make_venv: Callable[[], Venv], tmp_p
     (tmp_path / "spawner.py").write_text(SPAWNER)
     result = sh(venv.root / "bin" / "sglang-shims", "launch", str(tmp_path / "spawner.py"),
                 env=clean_env())
-    data = json.loads(result.stdout.strip().splitlines()[-1])
+    data = Result.of(result).json()
+    assert isinstance(data, dict)
     assert data["parent"]["outcome"] == data["child"]["outcome"] == "patched"
     assert "process reports go to" in result.stderr
 

@@ -17,17 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from ..support.programs import program
 from ..support.run import clean_env
-from ..support.venvs import add_fake_sglang, pip_install, sh, Venv
+from ..support.venvs import Venv, add_fake_sglang, pip_install, sh
 
 pytestmark = pytest.mark.venv
 
-LAUNCH_SERVER = """\
-import sys
-import sglang.srt.layers.quantization.awq  # the import chain every launch takes
-if __name__ == "__main__" and "--help" in sys.argv:
-    print("usage: launch_server [--model-path MODEL_PATH] ...")
-"""
+LAUNCH_SERVER = program("venvs/tree/launch_server")
 
 
 @pytest.fixture
@@ -114,20 +110,7 @@ def tree_digest(root: Path) -> dict[str, str]:
     return out
 
 
-SPAWNER = """\
-import multiprocessing as mp, sys
-import sglang_shims
-
-def child(q):
-    import sglang.srt.layers.quantization.gptq
-    q.put(sglang_shims.status()["sgl-kernel-fused-marlin-moe"]["state"])
-
-if __name__ == "__main__":
-    import sglang.srt.layers.quantization.awq
-    ctx = mp.get_context("spawn"); q = ctx.Queue()
-    p = ctx.Process(target=child, args=(q,)); p.start(); print(q.get(timeout=120)); p.join(60)
-    sglang_shims.revert()
-"""
+SPAWNER = program("venvs/patched_spawner")
 
 
 def _record_paths(venv: Venv) -> set[str]:

@@ -1,8 +1,9 @@
-"""Doctor rule sgl-kernel-green-ctx-driver: the threshold is per symbol (issue 13 item 5).
+"""Doctor rule sgl-kernel-green-ctx-driver: the threshold is per symbol.
 
 cuGreenCtxStreamCreate arrived with the CUDA 12.5 driver API (sglang PR 8090), one
-release after cuGreenCtxCreate/Destroy; the rule used 12.4 for all three, so a 12.4
-driver passed although sgl-kernel 0.2.6-0.3.5 cannot load on it.
+release after cuGreenCtxCreate/Destroy: sgl-kernel 0.2.6-0.3.5 cannot load on a 12.4
+driver although that driver has the other two, so one threshold for all three would
+pass it.
 """
 
 from __future__ import annotations
