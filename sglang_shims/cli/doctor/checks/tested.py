@@ -1,6 +1,6 @@
 """Was this exact sglang / transformers / kernel combination run in the matrix?
 
-The compatibility matrix (``docs/compatibility.md``, run by ``python -m tests.matrix.run``)
+The compatibility matrix (``docs/compatibility.md``, run by ``python -m tools.matrix.run``)
 imports every sglang release's serving graph on today's torch and runs a tiny model
 through it, stock and with the shims.  Its results ship with the package
 (``compatibility.json`` in the doctor package), so a user can be told what happened to
