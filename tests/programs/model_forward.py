@@ -19,6 +19,8 @@ import types
 
 import torch
 
+from with_defaults import with_defaults
+
 
 class _Stream:
     def __init__(self, *a, **k): pass
@@ -52,20 +54,6 @@ def call(fn, **kw):
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         kw = {k: v for k, v in kw.items() if k in params}
     return fn(**kw)
-
-
-def with_defaults(cls):
-    """An instance of ``cls`` made without ``__init__``/``__post_init__``: each dataclass
-    field at its default (None where it has none)."""
-    obj = cls.__new__(cls)
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            setattr(obj, f.name, f.default)
-        elif f.default_factory is not dataclasses.MISSING:
-            setattr(obj, f.name, f.default_factory())
-        else:
-            setattr(obj, f.name, None)
-    return obj
 
 
 def server_args():

@@ -23,7 +23,13 @@ PROGRAMS = REPO / "tests" / "programs"
 
 def program(name: str) -> str:
     """The text of ``tests/programs/<name>.py`` with its pieces put in place."""
-    return _assemble(PROGRAMS / f"{name}.py", set())
+    return assemble(PROGRAMS / f"{name}.py")
+
+
+def assemble(path: Path) -> str:
+    """The text of the program at ``path`` (anywhere: the matrix's probe lives in tools/)
+    with its pieces put in place."""
+    return _assemble(path, set())
 
 
 def piece_of(folder: Path, module: str) -> Path | None:

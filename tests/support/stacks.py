@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .programs import program
+from .programs import assemble, program
 from .run import Result, need, run_python
 
 # the modules of sglang's serving path, its managers, layers and model files, in the order
@@ -103,7 +103,7 @@ def model_check(paths: tuple[Path, ...], **env: str) -> dict[str, object]:
     faked, our kernels' PyTorch path): its JSON, from ``tools/matrix/probe.py``."""
     from tools.matrix import run
 
-    result = run_python(program("fake_cuda") + run.PROBE.read_text(encoding="utf-8"),
+    result = run_python(program("fake_cuda") + assemble(run.PROBE),
                         paths=paths, timeout=900,
                         env={"MATRIX_MODEL": "1", "SGLANG_SHIMS_KERNEL_BACKEND": "torch", **env})
     assert result.returncode == 0, result.stderr[-3000:]

@@ -15,6 +15,8 @@ import time
 import traceback
 import types
 
+from with_defaults import with_defaults  # a piece of tests/programs, put in place
+
 GRAPH = [
     "sglang.launch_server", "sglang.srt.entrypoints.http_server",
     "sglang.srt.entrypoints.engine", "sglang.srt.managers.tokenizer_manager",
@@ -94,20 +96,6 @@ def call(fn, **kw):
     if missing:
         raise HarnessError(f"{getattr(fn, '__qualname__', fn)} needs {missing}")
     return fn(**kw)
-
-
-def with_defaults(cls):
-    """An instance of ``cls`` made without ``__init__``/``__post_init__``: each dataclass
-    field at its default (None where it has none)."""
-    obj = cls.__new__(cls)
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            setattr(obj, f.name, f.default)
-        elif f.default_factory is not dataclasses.MISSING:
-            setattr(obj, f.name, f.default_factory())
-        else:
-            setattr(obj, f.name, None)
-    return obj
 
 
 def server_args():

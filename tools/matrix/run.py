@@ -46,7 +46,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from sglang_shims.testing import standin, wheels
-from tests.support.programs import FAKE_CUDA
+from tests.support.programs import FAKE_CUDA, assemble
 from tests.support.run import ACTIVATE, REPO, SITE_PACKAGES, clean_env
 
 DATA = REPO / "sglang_shims" / "cli" / "doctor" / "compatibility.json"
@@ -287,8 +287,7 @@ def run_cell(paths: list[Path], shims: bool, model: bool) -> dict[str, Any]:
     env.update({"MATRIX_MODEL": "1" if model else "0", "SGLANG_SHIMS_KERNEL_BACKEND": "torch"})
     if not shims:
         env["SGLANG_SHIMS"] = "0"
-    code = site_pth(paths) + FAKE_CUDA + (ACTIVATE if shims else "") + \
-        PROBE.read_text(encoding="utf-8")
+    code = site_pth(paths) + FAKE_CUDA + (ACTIVATE if shims else "") + assemble(PROBE)
     start = time.monotonic()
     try:
         proc = subprocess.run([sys.executable, "-S", "-c", code], env=env, capture_output=True,
@@ -387,7 +386,7 @@ def harness() -> str:
     """A digest of what decides a cell besides sglang, its environment and the shims."""
     repo = REPO
     digest = hashlib.sha256()
-    for text in (PROBE.read_text(encoding="utf-8"), FAKE_CUDA, ACTIVATE, SITE_PTH):
+    for text in (assemble(PROBE), FAKE_CUDA, ACTIVATE, SITE_PTH):
         digest.update(text.encode())
     kernels = repo / "sglang_shims" / "kernels"
     for path in (Path(standin.__file__), kernels / "_provider.py",
