@@ -7,8 +7,11 @@ module: ``import fake_cuda``, ``from patch_state import print_result``.  :func:`
 puts the piece's text in place of that import (the piece is looked up beside the program,
 then at the top of ``tests/programs``), once, where the import stands: the interpreter runs
 one flat text, exactly as if the pieces had been pasted together, while the file says where
-each name comes from and the linter can check it.  Run as a script (``python
-tests/programs/x.py``) a program imports its pieces as modules instead.
+each name comes from and the linter can check it.
+
+Files a test writes into a fake package rather than runs (a stand-in ``sglang/srt/utils.py``,
+a remote-code module) sit in a ``tree/`` folder beside the programs that use them, where no
+program's import can take them for a piece.
 """
 
 from __future__ import annotations
