@@ -310,7 +310,7 @@ class HookedLoader:
         else:
             try:
                 self.loader.exec_module(module)  # type: ignore[attr-defined]
-            except BaseException as exc:
+            except Exception as exc:  # Ctrl-C and SystemExit leave as they came: stock
                 if _notify(self.name, "error", module, exc) != "instead":
                     raise
         _notify(self.name, "after", module)
@@ -334,14 +334,16 @@ def _notify(name: str, phase: str, module: object,
         module_name, _, attr = LISTENER.partition(":")
         __import__(module_name)
         listener: Callable[..., str | None] = getattr(sys.modules[module_name], attr)
-    except BaseException as err:  # a half-installed package must not break the import
+    except Exception as err:  # a half-installed package must not break the import
         _complain_once(f"cannot load the patch engine ({type(err).__name__}: {err})")
         return None
     try:
         return listener(BOOT, name, phase, module, exc)
     except ImportError:
         raise
-    except BaseException as err:
+    except Exception as err:
+        # Ctrl-C, SystemExit and the other BaseExceptions are not ours to swallow: a
+        # signal stops the program as it would without us (the engine has rolled back)
         _complain_once(f"internal error while handling {name} ({type(err).__name__}: {err})")
         return None
 

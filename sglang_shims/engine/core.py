@@ -272,6 +272,7 @@ class Engine:
 
         ctx = self.context(manifest, module)
         before = journal.snapshot(module)
+        self.log.debug("applying %s to %s", manifest.id, manifest.target)
         try:
             self._provide(manifest, ctx)
             if manifest.code:
@@ -297,6 +298,15 @@ class Engine:
             self.log.debug("%s failed:", manifest.id, exc_info=True)
             self.set_state(manifest, State.FAILED, reason, gates=judged.gates, notes=ctx.notes)
             return
+        except BaseException as exc:
+            # Ctrl-C, SystemExit: undone like a failure, then passed on, so that the program
+            # stops as it would without us; the one line names the patch that was running
+            journal.undo(ctx)
+            journal.restore(module, before)
+            self._forget_proxies(manifest.id)
+            self.set_state(manifest, State.FAILED, journal.interrupted(exc, manifest, "it ran"),
+                           gates=judged.gates, notes=ctx.notes)
+            raise
         with self.lock:
             self.keep(manifest, ctx)
             self._adopt_proxies(manifest, module)
@@ -419,3 +429,4 @@ class Engine:
             return
         self.summarised = True
         self.log.info("%s [origin %s, role %s]", summary(self.observed()), self.origin, role())
+

@@ -231,6 +231,16 @@ def where_in_patch(exc: BaseException, manifest: Manifest) -> str:
     return found
 
 
+def interrupted(exc: BaseException, manifest: Manifest, during: str,
+                rolled_back: bool = True) -> str:
+    """The reason recorded for a patch stopped by Ctrl-C or ``sys.exit`` while ``during``:
+    a program interrupted because it hung learns which patch was running, and where (the
+    engine's warning says it, and the traceback that follows passes through the line)."""
+    return (f"interrupted by {type(exc).__name__} while {during}"
+            f" ({where_in_patch(exc, manifest).rstrip(': ') or manifest.id})"
+            + ("; rolled back" if rolled_back else ""))
+
+
 @functools.cache
 def _detected_gpus() -> tuple[tuple[int, int], ...]:
     from .gates import detect_gpus
