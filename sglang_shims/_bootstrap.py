@@ -443,9 +443,23 @@ def extra_targets(value: str, limit: int = EXTRA_HEAD) -> "set[str]":
             finally:
                 os.close(fd)
             module = _target_of(text)
-            if module:
+            if module and not engine_runs_on(module):
                 found.add(module)
     return found
+
+
+ENGINE_DEPENDENCIES = ("packaging", "wrapt", "tomli", "importlib_resources", "sglang_shims")
+"""What the engine itself imports beyond the standard library."""
+
+
+def engine_runs_on(module: str) -> bool:
+    """Whether ``module`` is one the engine may import while it wakes: the standard library
+    and :data:`ENGINE_DEPENDENCIES`.  A patch from ``SGLANG_SHIMS_PATH`` may not target
+    one: its first import would wake the engine while its own body is half run, and the
+    engine's import of it would then fail inside the user's import.  Such targets are not
+    watched, and the loader refuses the manifest with this reason."""
+    root = module.partition(".")[0]
+    return root in ENGINE_DEPENDENCIES or root in getattr(sys, "stdlib_module_names", ())
 
 
 def _target_of(text: str) -> "str | None":
