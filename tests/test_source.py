@@ -170,13 +170,24 @@ def test_loaded_module_uses_its_file() -> None:
     assert _source.locate("textwrap") == Path(sys.modules["textwrap"].__file__ or "")
 
 
-def test_check_all_names_the_unreadable_module(tmp_path: Path) -> None:
-    """No alternative readable: the fingerprint fails, naming the first alternative."""
+def test_check_all_names_the_missing_modules(tmp_path: Path) -> None:
+    """No alternative installed: the fingerprint fails, saying the modules are missing (a
+    partial install), not that they changed."""
     fp = Fingerprint("gone_a | gone_b", anchors=("x",))
     assert fp.modules == ("gone_a", "gone_b")
     ok, details, failure = _source.check_all((fp,), [tmp_path])
-    assert (ok, details, failure) == (False, ["cannot read the source of gone_a"],
-                                      "cannot read the source of gone_a")
+    missing = "gone_a / gone_b are not installed here (no source file found)"
+    assert (ok, details, failure) == (False, [missing], missing)
+    one = Fingerprint("gone_a", anchors=("x",))
+    assert _source.check_all((one,), [tmp_path])[2] == (
+        "gone_a is not installed here (no source file found)")
+
+
+def test_check_all_says_when_a_source_exists_but_cannot_be_read(tmp_path: Path) -> None:
+    (tmp_path / "binary_mod.py").write_bytes(b"\xff\xfe\x00 not utf-8")
+    ok, _details, failure = _source.check_all((Fingerprint("binary_mod", anchors=("x",)),),
+                                              [tmp_path])
+    assert not ok and failure == "cannot read the source of binary_mod"
 
 
 @pytest.mark.parametrize("fp", [
