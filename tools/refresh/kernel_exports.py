@@ -11,12 +11,15 @@ and CI checks the committed copy offline::
     python -m tools.refresh.kernel_exports --check
 
 Versions: every release the package index has (``sgl-kernel``, renamed ``sglang-kernel``
-at 0.4.0) and every version bumped along sglang's ``main`` since the package moved to
-``python/sgl_kernel/`` (0.0.4).  The second set adds releases the index no longer has
-(0.0.x) and bumps that were reverted before a release (0.3.6, 0.3.21.post1); both are
-listed, so a pin on any of them finds its surface.  Each version is read at its bump
-commit when the clone has one (``commit``), else from its published x86_64 wheel
-(``wheel``).  ``_pysurface`` says what counts as a name.
+at 0.4.0), read from its published x86_64 wheel (``wheel``), and every other version
+bumped along sglang's ``main`` since the package moved to ``python/sgl_kernel/`` (0.0.4),
+read at its bump commit (``commit``): releases the index no longer has (0.0.x) and bumps
+reverted before a release (0.3.6, 0.3.21.post1), so that a pin on any of them finds its
+surface.  The wheel wins wherever there is one because a bump commit is not always what
+was released: the 0.4.0 wheel was built four days before its bump commit, from a tree
+that still had 23 names the bump commit had dropped.  ``_pysurface`` says what counts as
+a name.  A rebuild downloads every wheel once (about 30 GB, 10 minutes on a fast link);
+``--wheel-cache`` names a folder of wheels to use first.
 
 ``generated_by`` records the inputs: the commit and folder each version was read from,
 each wheel's file name and sha256, the versions the index listed.  ``--check`` verifies
@@ -46,16 +49,17 @@ GENERATOR = 1
 DISTRIBUTIONS = ("sgl-kernel", "sglang-kernel")
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = (
-    "For each sgl-kernel / sglang-kernel version on the package index or bumped along"
-    " sglang's main branch since the package moved to python/sgl_kernel/ (0.0.4):"
-    " 'exports' = the names sgl_kernel/__init__.py imports from the package itself or"
-    " defines ('*sgl_kernel.x' marks a star import of submodule x), 'submodules' = the"
-    " top-level names each other module binds (imports, definitions, assignments; dunder"
-    " names left out), both read with ast; every branch of if/try/with counts, so"
-    " platform-conditional names are present, while `if TYPE_CHECKING` bodies bind"
-    " nothing. Read at the version's bump commit where the git clone has one ('commit'),"
-    " else from the published x86_64 wheel's .py files ('wheel'). generated_by lists the"
-    " inputs; tools/refresh/kernel_exports.py rebuilds and checks this file."
+    "For each sgl-kernel / sglang-kernel version on the package index, and each other"
+    " version bumped along sglang's main branch since the package moved to"
+    " python/sgl_kernel/ (0.0.4): 'exports' = the names sgl_kernel/__init__.py imports from"
+    " the package itself or defines ('*sgl_kernel.x' marks a star import of submodule x),"
+    " 'submodules' = the top-level names each other module binds (imports, definitions,"
+    " assignments; dunder names left out), both read with ast; every branch of"
+    " if/try/with counts, so platform-conditional names are present, while `if"
+    " TYPE_CHECKING` bodies bind nothing. Read from the published x86_64 wheel's .py files"
+    " ('wheel') where the index has the version, else at its bump commit in sglang's git"
+    " history ('commit'). generated_by lists the inputs; tools/refresh/kernel_exports.py"
+    " rebuilds and checks this file."
 )
 _HEX = re.compile(r"[0-9a-f]+")
 
@@ -131,25 +135,27 @@ def build(git_dir: Path, ref: str, repository: str, wheel_cache: Path | None,
           log: Callable[[str], None]) -> dict[str, Any]:
     """Read every version from its source; needs the network for the index and wheels."""
     versions: dict[str, dict[str, Any]] = {}
-    commits: dict[str, str] = {}
-    for bump in _gitsource.bumps(git_dir, ref):
-        folder = bump.root + _gitsource.PACKAGE_DIR
-        files = _gitsource.package_files(git_dir, bump.commit, folder)
-        if files is None:
-            log(f"{bump.version}: no {folder} at {bump.commit[:10]} (older layout), left out")
-            continue
-        versions[bump.version] = entry(surface(files), commit=bump.commit)
-        commits[bump.version] = f"{bump.commit}:{folder.rstrip('/')}"
     index = {dist: _wheels.published(dist) for dist in DISTRIBUTIONS}
     wheels: dict[str, _wheels.Wheel] = {}
     for dist, published in index.items():
         for version in published:
-            if version in versions:
-                continue
-            log(f"{version}: reading the {dist} wheel")
+            started = time.monotonic()
             wheel, files = _wheels.read(dist, version, wheel_cache)
             versions[version] = entry(surface(files), wheel=wheel.file)
             wheels[version] = wheel
+            log(f"{version}: {wheel.file} ({time.monotonic() - started:.0f} s)")
+    commits: dict[str, str] = {}
+    for bump in _gitsource.bumps(git_dir, ref):
+        folder = bump.root + _gitsource.PACKAGE_DIR
+        if bump.version in versions:
+            continue
+        tree = _gitsource.package_files(git_dir, bump.commit, folder)
+        if tree is None:
+            log(f"{bump.version}: no {folder} at {bump.commit[:10]} (older layout), left out")
+            continue
+        versions[bump.version] = entry(surface(tree), commit=bump.commit)
+        commits[bump.version] = f"{bump.commit}:{folder.rstrip('/')}"
+        log(f"{bump.version}: not on the index, read at {bump.commit[:10]}")
     git = {"head": _gitsource.head(git_dir, ref), "ref": ref, "repository": repository}
     return assemble(versions, commits=commits, wheels=wheels, index=index, git=git,
                     date=_today())
