@@ -73,12 +73,8 @@ def default_output(root: Path = REPO) -> Path:
     return found[0]
 
 
-def _version_key(version: str) -> Version:
-    return Version(version)
-
-
 def _by_version(mapping: Mapping[str, Any]) -> dict[str, Any]:
-    return {v: mapping[v] for v in sorted(mapping, key=_version_key)}
+    return {v: mapping[v] for v in sorted(mapping, key=Version)}
 
 
 def entry(found: Surface, *, commit: str | None = None, wheel: str | None = None
@@ -108,7 +104,7 @@ def assemble(versions: Mapping[str, dict[str, Any]], *, commits: Mapping[str, st
             "inputs": {
                 "commits": _by_version(commits),
                 "git": dict(sorted(git.items())),
-                "index": {d: sorted(index[d], key=_version_key) for d in sorted(index)},
+                "index": {d: sorted(index[d], key=Version) for d in sorted(index)},
                 "wheels": _by_version({v: {"file": w.file, "sha256": w.sha256}
                                        for v, w in wheels.items()}),
             },
@@ -210,7 +206,7 @@ def problems(text: str) -> list[str]:
         inputs = data["generated_by"]["inputs"]
         versions = data["versions"]
         commits, wheels, index = inputs["commits"], inputs["wheels"], inputs["index"]
-        order = sorted(versions, key=_version_key)
+        order = sorted(versions, key=Version)
     except (ValueError, KeyError, TypeError, InvalidVersion) as exc:
         return [f"not a generated exports file: {type(exc).__name__}: {exc}"]
     out: list[str] = []
