@@ -1,0 +1,1 @@
+"""Maintainer tools for this repository; not part of the installed package."""
