@@ -28,6 +28,7 @@ something only where the working set is well beyond the L2 cache (rows marked
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import platform
 import sys
@@ -50,6 +51,42 @@ HIDDEN = (4096, 8192)
 HEAD = 128
 EXPERTS, TOPK = 128, 8
 DTYPE = torch.bfloat16
+MODEL_SHAPES = Path(__file__).resolve().parent / "model_shapes.toml"
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """What the table is measured at.  The default is the table of earlier runs (two
+    hidden sizes); :func:`model_shapes` takes every width of the models sglang serves."""
+
+    tokens: tuple[int, ...] = DECODE + PREFILL
+    hidden: tuple[int, ...] = HIDDEN  # norms, FP8 quantisers, moe_sum_reduce, matmuls
+    act: tuple[int, ...] = HIDDEN  # gated activations: d (the input is 2 * d wide)
+    routing: tuple[tuple[int, int], ...] = ((EXPERTS, TOPK),)  # (experts, top-k)
+    rope: tuple[tuple[int, int, int], ...] = ()  # (q heads, kv heads, head dim); () = derived
+    name: str = "default"
+
+
+def model_shapes(path: Path = MODEL_SHAPES, tokens: tuple[int, ...] = (1, 4, 32, 256, 2048,
+                                                                        16384)) -> Shapes:
+    """The widths of ``benchmarks/model_shapes.toml`` (read from the models' configs) and
+    its widths that are multiples of no block: hidden sizes for the norms and quantisers,
+    dense and expert intermediate sizes for the activations, each model's (experts, top-k)
+    for the routing, each model's attention heads for RoPE."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    widths, models = data["widths"], data["model"]
+    routing = sorted({(m["num_experts"], m["num_experts_per_tok"]) for m in models
+                      if m.get("num_experts")})
+    rope = sorted({(m["num_attention_heads"], m["num_key_value_heads"], m["head_dim"])
+                   for m in models if m.get("head_dim") and not m.get("qk_rope_head_dim")})
+    return Shapes(tokens=tokens, hidden=tuple(sorted({*widths["hidden"], *widths["odd"]})),
+                  act=tuple(sorted({*widths["intermediate"], *widths["odd"]})),
+                  routing=tuple(routing), rope=tuple(rope), name=f"models ({path.name})")
 
 
 @dataclass
@@ -135,9 +172,12 @@ def eager_topk(logits: torch.Tensor, k: int, renormalize: bool
 # ------------------------------------------------------------------ cases
 
 
-def build_cases(ops: set[str] | None, M: Any = K) -> list[Case]:
+def build_cases(ops: set[str] | None, M: Any = K, shapes: Shapes = Shapes(),
+                pdl: bool | None = None) -> list[Case]:
     """The cases, ``ours`` calling ``M`` (our kernels, or a real ``sgl_kernel`` with the
-    same Python signatures); inputs are seeded, so two calls build equal inputs."""
+    same Python signatures); inputs are seeded, so two calls build equal inputs.  ``pdl``:
+    the norms' ``enable_pdl`` (None: each side's default)."""
+    pdl_kw = {} if pdl is None else {"enable_pdl": pdl}
     dev = "cuda"
     g = torch.Generator(device=dev).manual_seed(0)
     e = torch.tensor([], dtype=DTYPE).element_size()
@@ -149,27 +189,33 @@ def build_cases(ops: set[str] | None, M: Any = K) -> list[Case]:
         return ops is None or name in ops
 
     cases: list[Case] = []
-    for tokens in DECODE + PREFILL:
-        for hidden in HIDDEN:
+    for tokens in shapes.tokens:
+        for hidden in shapes.hidden:
             shape = f"{tokens}x{hidden}"
-            x, r, w = rn(tokens, hidden), rn(tokens, hidden), rn(hidden)
+            if any(want(n) for n in ("rmsnorm", "fused_add_rmsnorm", "gemma_rmsnorm",
+                                     "gemma_fused_add_rmsnorm")):
+                x, r, w = rn(tokens, hidden), rn(tokens, hidden), rn(hidden)
             if want("rmsnorm"):
                 cases.append(Case("rmsnorm", shape, 2 * tokens * hidden * e + hidden * e,
-                                  lambda x=x, w=w: M.rmsnorm(x, w),
+                                  lambda x=x, w=w: M.rmsnorm(x, w, **pdl_kw),
                                   lambda x=x, w=w: eager_rmsnorm(x, w)))
             if want("fused_add_rmsnorm"):
                 cases.append(Case("fused_add_rmsnorm", shape, 4 * tokens * hidden * e + hidden * e,
-                                  lambda x=x, r=r, w=w: M.fused_add_rmsnorm(x, r, w),
+                                  lambda x=x, r=r, w=w: M.fused_add_rmsnorm(x, r, w, **pdl_kw),
                                   lambda x=x, r=r, w=w: eager_fused_add_rmsnorm(x, r, w)))
             if want("gemma_rmsnorm"):
                 cases.append(Case("gemma_rmsnorm", shape, 2 * tokens * hidden * e + hidden * e,
-                                  lambda x=x, w=w: M.gemma_rmsnorm(x, w),
+                                  lambda x=x, w=w: M.gemma_rmsnorm(x, w, **pdl_kw),
                                   lambda x=x, w=w: eager_gemma_rmsnorm(x, w)))
             if want("gemma_fused_add_rmsnorm"):
                 cases.append(Case("gemma_fused_add_rmsnorm", shape,
                                   4 * tokens * hidden * e + hidden * e,
-                                  lambda x=x, r=r, w=w: M.gemma_fused_add_rmsnorm(x, r, w),
+                                  lambda x=x, r=r, w=w: M.gemma_fused_add_rmsnorm(
+                                      x, r, w, **pdl_kw),
                                   lambda x=x, r=r, w=w: eager_gemma_fused(x, r, w)))
+        for hidden in shapes.act:
+            if not any(want(n) for n in ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")):
+                break
             xa = rn(tokens, 2 * hidden)
             act_bytes = 3 * tokens * hidden * e
             if want("silu_and_mul"):
@@ -184,41 +230,24 @@ def build_cases(ops: set[str] | None, M: Any = K) -> list[Case]:
                 cases.append(Case("gelu_tanh_and_mul", f"{tokens}x2*{hidden}", act_bytes,
                                   lambda xa=xa: M.gelu_tanh_and_mul(xa),
                                   lambda xa=xa: eager_gelu_and_mul(xa, "tanh")))
-            if want("apply_rope_with_cos_sin_cache_inplace"):
-                nq = hidden // HEAD
-                nk = max(1, nq // 4)
-                qkv = rn(tokens, (nq + 2 * nk) * HEAD)
-                q, k = qkv[:, : nq * HEAD], qkv[:, nq * HEAD: (nq + nk) * HEAD]
-                cache = rn(32768, HEAD, dtype=torch.float32)
-                pos = torch.randint(0, 32768, (tokens,), generator=g, device=dev)
-                rbytes = 2 * tokens * (nq + nk) * HEAD * e + tokens * (HEAD * 4 + 8)
-                # sgl-kernel 0.4.0+ dropped the op; sglang then calls its successor
-                # rotary_embedding (int64 positions, cos/sin in the activations' dtype)
-                rope = getattr(M, "apply_rope_with_cos_sin_cache_inplace", None)
-                succ = getattr(M, "rotary_embedding", None) if rope is None else None
-                pos64, cache_act = pos.long(), cache.to(DTYPE)
-                for neox in (True, False):
-                    cases.append(Case(
-                        "apply_rope_with_cos_sin_cache_inplace",
-                        f"{tokens}x(q{nq}+k{nk})x{HEAD} {'neox' if neox else 'gptj'}", rbytes,
-                        (lambda p=pos64, q=q, k=k, c=cache_act, n=neox, f=succ:
-                            f(p, q, k, HEAD, c, n)) if succ is not None else
-                        (lambda p=pos, q=q, k=k, c=cache, n=neox:
-                            M.apply_rope_with_cos_sin_cache_inplace(p, q, k, HEAD, c, n)),
-                        lambda p=pos, q=q, k=k, c=cache, n=neox: eager_rope(p, q, k, c, HEAD, n)))
-        if want("topk_softmax"):
-            logits = rn(tokens, EXPERTS)
-            tw = torch.empty(tokens, TOPK, device=dev)
-            ti = torch.empty(tokens, TOPK, device=dev, dtype=torch.int32)
+        heads = shapes.rope or tuple((h // HEAD, max(1, h // HEAD // 4), HEAD)
+                                     for h in shapes.hidden)
+        for nq, nk, head in heads if want("apply_rope_with_cos_sin_cache_inplace") else ():
+            cases += rope_cases(M, tokens, nq, nk, head, rn, g, e)
+        for experts, topk in shapes.routing if want("topk_softmax") else ():
+            logits = rn(tokens, experts)
+            tw = torch.empty(tokens, topk, device=dev)
+            ti = torch.empty(tokens, topk, device=dev, dtype=torch.int32)
             cases.append(Case(
-                "topk_softmax", f"{tokens}x{EXPERTS} top{TOPK} renorm",
-                tokens * EXPERTS * e + tokens * TOPK * 8,
+                "topk_softmax", f"{tokens}x{experts} top{topk} renorm",
+                tokens * experts * e + tokens * topk * 8,
                 lambda lg=logits, tw=tw, ti=ti: M.topk_softmax(tw, ti, lg, True),
-                lambda lg=logits: eager_topk(lg, TOPK, True)))
-        if want("moe_align_block_size"):
-            cases.append(align_case(M, tokens, g))
-        for hidden in HIDDEN:
-            cases += moe_fp8_cases(M, want, tokens, hidden, rn, e)
+                lambda lg=logits, k=topk: eager_topk(lg, k, True)))
+        for experts, topk in shapes.routing if want("moe_align_block_size") else ():
+            cases.append(align_case(M, tokens, g, experts, topk))
+        for hidden in shapes.hidden:
+            cases += moe_fp8_cases(M, want, tokens, hidden, rn, e,
+                                   gate=hidden == shapes.hidden[0])
     return cases
 
 
@@ -226,22 +255,49 @@ ALIGN_BLOCK = 64  # sglang's fused-MoE BLOCK_SIZE_M for most tuned configs at th
 FP8_GROUP = 128
 
 
-def align_case(M: Any, tokens: int, g: torch.Generator) -> Case:
-    """``moe_align_block_size`` as sglang calls it: ``EXPERTS + 1`` buckets, padding fill."""
-    from sglang_shims.kernels._moe_align import moe_align_torch
+def rope_cases(M: Any, tokens: int, nq: int, nk: int, head: int,
+               rn: Callable[..., torch.Tensor], g: torch.Generator, e: int) -> list[Case]:
+    """RoPE in place on q and k (neox and gptj), as sglang calls it."""
+    qkv = rn(tokens, (nq + 2 * nk) * head)
+    q, k = qkv[:, : nq * head], qkv[:, nq * head: (nq + nk) * head]
+    cache = rn(32768, head, dtype=torch.float32)
+    pos = torch.randint(0, 32768, (tokens,), generator=g, device="cuda")
+    rbytes = 2 * tokens * (nq + nk) * head * e + tokens * (head * 4 + 8)
+    # sgl-kernel 0.4.0+ dropped the op; sglang then calls its successor
+    # rotary_embedding (int64 positions, cos/sin in the activations' dtype)
+    rope = getattr(M, "apply_rope_with_cos_sin_cache_inplace", None)
+    succ = getattr(M, "rotary_embedding", None) if rope is None else None
+    pos64, cache_act = pos.long(), cache.to(DTYPE)
+    cases = []
+    for neox in (True, False):
+        cases.append(Case(
+            "apply_rope_with_cos_sin_cache_inplace",
+            f"{tokens}x(q{nq}+k{nk})x{head} {'neox' if neox else 'gptj'}", rbytes,
+            (lambda p=pos64, q=q, k=k, c=cache_act, n=neox, f=succ:
+                f(p, q, k, head, c, n)) if succ is not None else
+            (lambda p=pos, q=q, k=k, c=cache, n=neox:
+                M.apply_rope_with_cos_sin_cache_inplace(p, q, k, head, c, n)),
+            lambda p=pos, q=q, k=k, c=cache, n=neox: eager_rope(p, q, k, c, head, n)))
+    return cases
 
-    ids = torch.randint(0, EXPERTS, (tokens, TOPK), generator=g, device="cuda",
+
+def align_case(M: Any, tokens: int, g: torch.Generator, experts: int = EXPERTS,
+               topk: int = TOPK) -> Case:
+    """``moe_align_block_size`` as sglang calls it: ``experts + 1`` buckets, padding fill."""
+    from sglang_shims.kernels.ops.moe_align import moe_align_torch
+
+    ids = torch.randint(0, experts, (tokens, topk), generator=g, device="cuda",
                         dtype=torch.int32)
     n = ids.numel()
-    most = n * ALIGN_BLOCK if n < EXPERTS + 1 else n + (EXPERTS + 1) * (ALIGN_BLOCK - 1)
+    most = n * ALIGN_BLOCK if n < experts + 1 else n + (experts + 1) * (ALIGN_BLOCK - 1)
     i32 = {"dtype": torch.int32, "device": "cuda"}
     bufs = (torch.empty(most, **i32), torch.empty(-(-most // ALIGN_BLOCK), **i32),
-            torch.empty(1, **i32), torch.empty(EXPERTS + 2, **i32))
+            torch.empty(1, **i32), torch.empty(experts + 2, **i32))
     nbytes = 4 * (n + bufs[0].numel() + bufs[1].numel())
-    return Case("moe_align_block_size", f"{tokens}x top{TOPK} of {EXPERTS} b{ALIGN_BLOCK}",
+    return Case("moe_align_block_size", f"{tokens}x top{topk} of {experts} b{ALIGN_BLOCK}",
                 nbytes,
-                lambda: M.moe_align_block_size(ids, EXPERTS + 1, ALIGN_BLOCK, *bufs, True),
-                lambda: moe_align_torch(ids, EXPERTS + 1, ALIGN_BLOCK, *bufs, True, False))
+                lambda: M.moe_align_block_size(ids, experts + 1, ALIGN_BLOCK, *bufs, True),
+                lambda: moe_align_torch(ids, experts + 1, ALIGN_BLOCK, *bufs, True, False))
 
 
 def eager_group_quant(x: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -262,7 +318,7 @@ def eager_tensor_quant(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def moe_fp8_cases(M: Any, want: Callable[[str], bool], tokens: int, hidden: int,
-                  rn: Callable[..., torch.Tensor], e: int) -> list[Case]:
+                  rn: Callable[..., torch.Tensor], e: int, gate: bool = True) -> list[Case]:
     """The MoE reduction and the FP8 activation quantisation ops (issue 17)."""
     cases: list[Case] = []
     shape = f"{tokens}x{hidden}"
@@ -272,6 +328,11 @@ def moe_fp8_cases(M: Any, want: Callable[[str], bool], tokens: int, hidden: int,
                           (TOPK + 1) * tokens * hidden * e,
                           lambda: M.moe_sum_reduce(y, out, 2.5),
                           lambda: torch.sum(y, dim=1, out=out).mul_(2.5)))
+    if hidden % FP8_GROUP or not any(want(n) for n in (
+            "sgl_per_token_group_quant_fp8", "sgl_per_token_quant_fp8",
+            "sgl_per_tensor_quant_fp8", "fp8_scaled_mm", "fp8_blockwise_scaled_mm",
+            "moe_fused_gate")):
+        return cases  # FP8 checkpoints' widths are multiples of their 128-wide groups
     x = rn(tokens, hidden)
     q = torch.empty(tokens, hidden, device="cuda", dtype=torch.float8_e4m3fn)
     quant_bytes = tokens * hidden * (e + 1)
@@ -294,7 +355,7 @@ def moe_fp8_cases(M: Any, want: Callable[[str], bool], tokens: int, hidden: int,
                           lambda: M.sgl_per_tensor_quant_fp8(x, q, s1.zero_(), False),
                           lambda: eager_tensor_quant(x)))
     cases += fp8_matmul_cases(M, want, tokens, hidden, rn)
-    if want("moe_fused_gate") and hidden == HIDDEN[0]:
+    if want("moe_fused_gate") and gate:
         logits, bias = rn(tokens, GATE_EXPERTS, dtype=torch.float32), rn(GATE_EXPERTS,
                                                                         dtype=torch.float32)
         cases.append(Case(
@@ -360,15 +421,19 @@ def fp8_matmul_cases(M: Any, want: Callable[[str], bool], tokens: int, hidden: i
 # ------------------------------------------------------------------ measuring
 
 
+REP_MS = [50]
+"""Milliseconds of replays per timing (``--rep``)."""
+
+
 def bench_ms(fn: Callable[[], object]) -> float:
     import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     fn()
     torch.cuda.synchronize()
     try:
-        return float(triton.testing.do_bench_cudagraph(fn, rep=50, return_mode="median"))
+        return float(triton.testing.do_bench_cudagraph(fn, rep=REP_MS[0], return_mode="median"))
     except Exception:  # not capturable: fall back to plain events (includes launch overhead)
-        return float(triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median"))
+        return float(triton.testing.do_bench(fn, warmup=10, rep=REP_MS[0], return_mode="median"))
 
 
 def count_launches(fn: Callable[[], object]) -> int:
@@ -395,7 +460,8 @@ def copy_bandwidth_gbs() -> float:
     return 2 * n / (ms * 1e-3) / 1e9
 
 
-def run_bench(ops: set[str] | None) -> None:
+def run_bench(ops: set[str] | None, shapes: Shapes = Shapes(), pdl: bool | None = None,
+              with_eager: bool = True) -> None:
     props = torch.cuda.get_device_properties(0)
     l2 = int(getattr(props, "L2_cache_size", 50 << 20))
     import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
@@ -405,23 +471,26 @@ def run_bench(ops: set[str] | None) -> None:
           f"SMs, L2 {l2 >> 20} MiB); torch {torch.__version__}, triton {triton.__version__}, "
           f"Python {platform.python_version()}; dtype {str(DTYPE).removeprefix('torch.')}")
     print(f"device copy bandwidth (dst.copy_(src), 2 GiB, read + write): {copy_bw:.0f} GB/s")
-    print("times: median of CUDA-graph replays (triton.testing.do_bench_cudagraph)\n")
+    print("times: median of CUDA-graph replays (triton.testing.do_bench_cudagraph);"
+          f" shapes: {shapes.name}; norms' enable_pdl:"
+          f" {'each side default' if pdl is None else pdl}\n")
     aot_module, aot_note = real_sgl_kernel()
     print(f"AOT column: {aot_note}")
-    aot_cases = build_cases(ops, aot_module) if aot_module is not None else None
+    aot_cases = build_cases(ops, aot_module, shapes, pdl) if aot_module is not None else None
     extra = " AOT µs | ours vs AOT |" if aot_cases else ""
     print("| op | shape | bytes | ours µs | eager µs | speedup |" + extra
           + " ours GB/s | % copy | launches ours / eager |")
     print("|---|---|---|---|---|---|" + ("---|---|" if aot_cases else "") + "---|---|---|")
     worst: dict[str, float] = {}
     vs_aot: list[tuple[str, str, float]] = []
-    for i, c in enumerate(build_cases(ops)):
+    for i, c in enumerate(build_cases(ops, K, shapes, pdl)):
         ours = bench_ms(c.ours) * 1e3
-        eager = bench_ms(c.eager) * 1e3
+        eager = bench_ms(c.eager) * 1e3 if with_eager else math.nan
         gbs = c.nbytes / (ours * 1e-6) / 1e9
         pct = 100 * gbs / copy_bw
         in_l2 = c.nbytes < 2 * l2
-        launches = f"{count_launches(c.ours)} / {count_launches(c.eager)}"
+        launches = (f"{count_launches(c.ours)} / {count_launches(c.eager)}" if with_eager
+                    else "-")
         cells = ""
         if aot_cases:
             try:
@@ -619,20 +688,44 @@ def main() -> int:
     parser.add_argument("--moe-align-one-launch", action="store_true",
                         help="time moe_align_block_size's single-program path up to 1024 "
                              "routed tokens (shipped on up to 32, where it measured faster)")
+    parser.add_argument("--shapes", choices=("default", "models"), default="default",
+                        help="default: hidden 4096/8192 at 1-16384 tokens; models: every"
+                             " width of benchmarks/model_shapes.toml")
+    parser.add_argument("--tokens", default="",
+                        help="comma-separated token counts (default: the shape set's own)")
+    parser.add_argument("--pdl", choices=("default", "on", "off"), default="default",
+                        help="the norms' enable_pdl on both sides (default: each side's own)")
+    parser.add_argument("--no-eager", action="store_true",
+                        help="time ours and the AOT kernel only (no eager column, no launch"
+                             " counts): the width sweep's table")
+    parser.add_argument("--rep", type=int, default=50, help="milliseconds of replays a timing")
+    parser.add_argument("--pdl-ours", action="store_true",
+                        help="our kernels launch with programmatic dependent launch where the"
+                             " GPU has it (not shipped yet: runtime.PDL_SHIPPED)")
     args = parser.parse_args()
-    if args.moe_align_one_launch:
-        from sglang_shims.kernels import _moe_align
+    REP_MS[0] = args.rep
+    if args.pdl_ours:
+        from sglang_shims.kernels import runtime
 
-        _moe_align._ONE_LAUNCH_MAX_ENTRIES = _moe_align._ONE_LAUNCH_ON
+        runtime.PDL_SHIPPED = True
+    if args.moe_align_one_launch:
+        from sglang_shims.kernels.ops.moe_align import launch
+
+        launch.ONE_LAUNCH_MAX_ENTRIES = launch.ONE_LAUNCH_ON
         print("moe_align_block_size: single-program path on up to "
-              f"{_moe_align._ONE_LAUNCH_ON} routed tokens")
+              f"{launch.ONE_LAUNCH_ON} routed tokens")
     if not torch.cuda.is_available():
         print("benchmarks/kernels.py needs a CUDA GPU", file=sys.stderr)
         return 2
     ok = run_check() if args.check else True
     if not args.no_bench:
         print()
-        run_bench({o.strip() for o in args.ops.split(",") if o.strip()} or None)
+        shapes = model_shapes() if args.shapes == "models" else Shapes()
+        if args.tokens:
+            shapes = dataclasses.replace(shapes, tokens=tuple(
+                int(t) for t in args.tokens.split(",") if t))
+        run_bench({o.strip() for o in args.ops.split(",") if o.strip()} or None, shapes,
+                  {"default": None, "on": True, "off": False}[args.pdl], not args.no_eager)
     return 0 if ok else 1
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # the wrappers' own line between decode- and prefill-sized launch configurations
-from sglang_shims.kernels._common import DECODE_ROWS
+from sglang_shims.kernels.runtime import DECODE_ROWS
 
 GOAL = 0.95  # issue 11's goal: every op at every size >= 0.95x the AOT kernel
 COLOURS = {"decode": "#1f6fb4", "prefill": "#e8710a"}

@@ -1,8 +1,8 @@
 """Launch-configuration sweep for the fallback's Triton kernels, against the real AOT sgl-kernel.
 
-Why: the launch heuristics in the wrappers (``_norm_triton`` in ``_norm.py``, ``_launch`` in
-``_fp8_gemm.py``, the block sizes of the FP8 quantisers, the activations and ``moe_sum_reduce``)
-were set from prefill-sized measurements, and at decode sizes several ops trail sglang-kernel
+Why: the launch rules of the op families (``sglang_shims/kernels/ops/<family>/launch.py``: the
+norms, ``fp8_scaled_mm``, the FP8 quantisers, the activations and ``moe_sum_reduce``) were
+first set from prefill-sized measurements, and at decode sizes several ops trail sglang-kernel
 0.4.5 (``results/kernels-aot-h200-2026-12-01-second-run.md``: RMSNorm 0.81-0.93x at 1-32 rows,
 ``fp8_scaled_mm`` 0.38-0.57x at 1-32 tokens, the FP8 quantisers 0.29-0.87x, ...).  This sweep
 launches each op's existing ``@triton.jit`` kernel with candidate launch parameters
@@ -11,11 +11,13 @@ launches each op's existing ``@triton.jit`` kernel with candidate launch paramet
 candidate and the AOT kernel, so that the heuristics can be set from measurements.
 
 How today's configuration is found -- not re-derived: the sweep calls the op's public entry
-point (``sglang_shims.kernels.<op>``) with its kernel replaced by a recorder and the compile
-lock's ``launch(key, fn)`` by a plain call, so the grid, the arguments and the launch options
-it records are exactly what the wrapper launches today.  A candidate is that recorded launch
-with some of its constexprs/options changed and the grid recomputed; the recomputation is
-checked against the recorded grid for today's configuration (a mismatch fails that row).
+point (``sglang_shims.kernels.<op>``) inside the compile lock's ``recording()``, where every
+launch is recorded instead of made, so the kernel, the grid, the arguments and the launch
+options it records are exactly what the wrapper launches today.  A candidate is that recorded
+launch with some of its constexprs/options changed and the grid recomputed by the family's
+``launch.py``; the recomputation is checked against the recorded grid for today's
+configuration (a mismatch fails that row).  The candidates themselves are the families' sweep
+spaces, kept in the same ``launch.py`` files as the rules they question.
 
 Correctness, per candidate, against the public op's output on the same inputs (output buffers
 filled with NaN first, so anything left unwritten fails):
@@ -83,7 +85,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import importlib
 import importlib.util
 import json
 import math
@@ -91,8 +92,7 @@ import platform
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -103,7 +103,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch
 
 from sglang_shims import kernels as K
-from sglang_shims.kernels._common import next_pow2
+from sglang_shims.kernels import compile_lock
+from sglang_shims.kernels.ops.activation import launch as activation
+from sglang_shims.kernels.ops.fp8_gemm import launch as fp8_gemm
+from sglang_shims.kernels.ops.fp8_quant import launch as fp8_quant
+from sglang_shims.kernels.ops.moe_align import launch as moe_align
+from sglang_shims.kernels.ops.norm import launch as norm
 
 Config = dict[str, int]
 Inputs = dict[str, torch.Tensor]
@@ -179,21 +184,23 @@ class Out:
 class Launch:
     """One kernel launch as a wrapper made it: ``kernel[grid](*args, **kwargs)``."""
 
+    kernel: Any  # the @triton.jit function
     grid: tuple[int, ...]
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
-    key: Any = None  # what the wrapper passed to the compile lock's launch(key, fn)
+    key: Any = None  # what the wrapper passed to the compile lock
     result: Any = None  # what the public op returned
+
+
+def kernel_name(kernel: Any) -> str:
+    return str(getattr(kernel, "__name__", kernel))
 
 
 @dataclass(frozen=True)
 class OpSpec:
-    """An op the sweep can tune: its kernel, how to call it, what its knobs are."""
+    """An op the sweep can tune: how to call it, what its knobs are (its family's launch.py)."""
 
     name: str
-    kernel_module: str  # under sglang_shims.kernels, e.g. "_norm_kernels"
-    kernel: str  # the @triton.jit function's name there
-    wrapper_module: str  # the module whose code launches it (and imported ``launch``)
     knobs: tuple[str, ...]  # the constexprs / launch options a config sets
     label: Callable[[Shape], str]  # as benchmarks/kernels.py labels the shape
     make: Callable[[Shape, RandomTensor], Inputs]
@@ -203,31 +210,6 @@ class OpSpec:
     candidates: Callable[[Shape, Config, bool], list[Config]]  # (shape, today's, quick)
     rtol: float = 0.0  # for outputs that are not exact
     atol_of_max: float = 0.0  # absolute slack, as a fraction of max|reference|
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _pow2s(lo: int, hi: int) -> list[int]:
-    """Powers of two in ``[lo, hi]``."""
-    out, v = [], 1
-    while v <= hi:
-        if v >= lo:
-            out.append(v)
-        v *= 2
-    return out
-
-
-def _upto(options: Sequence[int], top: int) -> list[int]:
-    """The options not above ``top`` (``[top]`` if none is)."""
-    return [o for o in options if o <= top] or [top]
-
-
-def _fits(elements: int, warps: int, lo: float, hi: float) -> bool:
-    """Whether a tile of ``elements`` gives each of ``warps * 32`` threads lo..hi values:
-    fewer leaves threads idle, more spills registers."""
-    return lo <= elements / (32 * warps) <= hi
 
 
 def _blank(rn: RandomTensor, *shape: int, dtype: torch.dtype = DTYPE) -> torch.Tensor:
@@ -244,20 +226,6 @@ def poison(t: torch.Tensor) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------ the ops
-
-WARPS = (1, 2, 4, 8, 16, 32)
-
-
-def _norm_candidates(shape: Shape, cur: Config, quick: bool) -> list[Config]:
-    """Rows per program and warps; the row width (``BLOCK_N``) stays the wrapper's, which
-    keeps the single-pass form (a row read once).  At 1-32 rows few programs run, so the
-    question is how many warps one row deserves (the wrapper caps plain norms at 8)."""
-    bn = cur["BLOCK_N"]
-    rows = _pow2s(1, min(next_pow2(shape.tokens), 2 if quick else 8))
-    warps = (4, 8, 16, 32) if quick else WARPS
-    return [{"BLOCK_M": m, "BLOCK_N": bn, "num_warps": w}
-            for m in rows for w in warps if _fits(m * bn, w, 2, 64)]
-
 
 def _norm_spec(name: str, fused: bool) -> OpSpec:
     def make(shape: Shape, rn: RandomTensor) -> Inputs:
@@ -281,17 +249,9 @@ def _norm_spec(name: str, fused: bool) -> OpSpec:
         return [Out(i["out"], exact=False, fill=True)]
 
     return OpSpec(
-        name, "_norm_kernels", "rmsnorm_kernel", "_norm", ("BLOCK_M", "BLOCK_N", "num_warps"),
-        lambda s: f"{s.tokens}x{s.hidden}", make, call, outputs,
-        lambda s, c: (_cdiv(s.tokens, c["BLOCK_M"]),), _norm_candidates, rtol=2.0**-7)
-
-
-def _act_candidates(shape: Shape, cur: Config, quick: bool) -> list[Config]:
-    """Columns per program and warps: at few rows, smaller blocks mean more programs."""
-    top = next_pow2(shape.hidden)
-    blocks = _upto((512, 1024, 2048) if quick else _pow2s(256, 8192), top)
-    warps = (2, 4, 8) if quick else (1, 2, 4, 8, 16)
-    return [{"BLOCK": b, "num_warps": w} for b in blocks for w in warps if _fits(b, w, 1, 32)]
+        name, norm.KNOBS, lambda s: f"{s.tokens}x{s.hidden}", make, call, outputs,
+        lambda s, c: norm.grid(s.tokens, c),
+        lambda s, c, quick: norm.candidates(s.tokens, s.hidden, c, quick), rtol=2.0**-7)
 
 
 def _act_spec(name: str) -> OpSpec:
@@ -300,20 +260,11 @@ def _act_spec(name: str) -> OpSpec:
                                                                          shape.hidden)}
 
     return OpSpec(
-        name, "_activation_kernels", "act_and_mul_kernel", "_activation", ("BLOCK", "num_warps"),
-        lambda s: f"{s.tokens}x2*{s.hidden}", make,
+        name, activation.KNOBS, lambda s: f"{s.tokens}x2*{s.hidden}", make,
         lambda i: getattr(K, name)(i["x"], i["out"]),
         lambda i, result: [Out(i["out"], exact=True, fill=True)],
-        lambda s, c: (s.tokens, _cdiv(s.hidden, c["BLOCK"])), _act_candidates)
-
-
-def _moe_sum_candidates(shape: Shape, cur: Config, quick: bool) -> list[Config]:
-    """Hidden columns per program and warps (the wrapper: 1024 columns, Triton's default
-    warps): at 1-8 tokens that is 4-8 programs."""
-    top = next_pow2(shape.hidden)
-    blocks = _upto((256, 512, 1024) if quick else _pow2s(128, 4096), top)
-    warps = (1, 2, 4) if quick else (1, 2, 4, 8, 16)
-    return [{"BLOCK_H": b, "num_warps": w} for b in blocks for w in warps if _fits(b, w, 1, 32)]
+        lambda s, c: activation.grid(s.tokens, s.hidden, c),
+        lambda s, c, quick: activation.candidates(s.tokens, s.hidden, c, quick))
 
 
 def _moe_sum_spec() -> OpSpec:
@@ -322,22 +273,11 @@ def _moe_sum_spec() -> OpSpec:
                 "out": _blank(rn, shape.tokens, shape.hidden)}
 
     return OpSpec(
-        "moe_sum_reduce", "_moe_align_kernels", "moe_sum_kernel", "_moe_align",
-        ("BLOCK_H", "num_warps"), lambda s: f"{s.tokens}x{TOPK}x{s.hidden}", make,
+        "moe_sum_reduce", moe_align.SUM_KNOBS, lambda s: f"{s.tokens}x{TOPK}x{s.hidden}", make,
         lambda i: K.moe_sum_reduce(i["y"], i["out"], 2.5),
         lambda i, result: [Out(i["out"], exact=True, fill=True)],
-        lambda s, c: (s.tokens, _cdiv(s.hidden, c["BLOCK_H"])), _moe_sum_candidates)
-
-
-def _group_quant_candidates(shape: Shape, cur: Config, quick: bool) -> list[Config]:
-    """Groups per program and warps; a group's width (``BLOCK_K``) stays the wrapper's.
-    The wrapper packs 32 groups a program: one program for a 4096-wide token."""
-    bk = cur["BLOCK_K"]
-    n_groups = shape.tokens * shape.hidden // GROUP
-    groups = _pow2s(1, min(next_pow2(n_groups), 8 if quick else 64))
-    warps = (1, 2, 4) if quick else (1, 2, 4, 8)
-    return [{"BLOCK_G": g, "BLOCK_K": bk, "num_warps": w}
-            for g in groups for w in warps if _fits(g * bk, w, 1, 64)]
+        lambda s, c: moe_align.sum_grid(s.tokens, s.hidden, c),
+        lambda s, c, quick: moe_align.sum_candidates(s.tokens, s.hidden, c, quick))
 
 
 def _group_quant_spec() -> OpSpec:
@@ -346,28 +286,18 @@ def _group_quant_spec() -> OpSpec:
         return {"x": rn(t, h), "q": _blank(rn, t, h, dtype=FP8),
                 "s": _blank(rn, t, h // GROUP, dtype=torch.float32)}
 
+    def groups(shape: Shape) -> int:
+        return shape.tokens * shape.hidden // GROUP
+
     return OpSpec(
-        "sgl_per_token_group_quant_fp8", "_fp8_kernels", "per_token_group_quant_kernel", "_fp8",
-        ("BLOCK_G", "BLOCK_K", "num_warps"), lambda s: f"{s.tokens}x{s.hidden} g{GROUP}", make,
+        "sgl_per_token_group_quant_fp8", fp8_quant.GROUP_KNOBS,
+        lambda s: f"{s.tokens}x{s.hidden} g{GROUP}", make,
         lambda i: K.sgl_per_token_group_quant_fp8(i["x"], i["q"], i["s"], GROUP, 1e-10,
                                                   -448.0, 448.0),
         lambda i, result: [Out(i["q"], exact=True, fill=True), Out(i["s"], exact=True,
                                                                     fill=True)],
-        lambda s, c: (_cdiv(s.tokens * s.hidden // GROUP, c["BLOCK_G"]),),
-        _group_quant_candidates)
-
-
-def _token_quant_candidates(shape: Shape, cur: Config, quick: bool) -> list[Config]:
-    """Rows per program, columns per step and warps.  A program owns whole rows (the scale
-    is the row's maximum), so at 1-32 tokens 1-32 programs run at most; the wrapper's
-    1024-column steps read a 4096-8192-wide row in 4-8 steps, twice."""
-    top = min(next_pow2(shape.hidden), 8192)
-    rows = _pow2s(1, min(next_pow2(shape.tokens), 2 if quick else 4))
-    cols = _upto((1024, top) if quick else (1024, 2048, 4096, 8192), top)
-    warps = (4, 8, 16) if quick else (2, 4, 8, 16, 32)
-    return [{"BLOCK_M": m, "BLOCK_N": n, "num_warps": w}
-            for m in rows for n in dict.fromkeys(cols) for w in warps
-            if _fits(m * n, w, 2, 64)]
+        lambda s, c: fp8_quant.group_grid(groups(s), c),
+        lambda s, c, quick: fp8_quant.group_candidates(groups(s), c, quick))
 
 
 def _token_quant_spec() -> OpSpec:
@@ -377,54 +307,12 @@ def _token_quant_spec() -> OpSpec:
                 "s": _blank(rn, t, 1, dtype=torch.float32)}
 
     return OpSpec(
-        "sgl_per_token_quant_fp8", "_fp8_kernels", "per_token_quant_kernel", "_fp8",
-        ("BLOCK_M", "BLOCK_N", "num_warps"), lambda s: f"{s.tokens}x{s.hidden}", make,
-        lambda i: K.sgl_per_token_quant_fp8(i["x"], i["q"], i["s"]),
+        "sgl_per_token_quant_fp8", fp8_quant.TOKEN_KNOBS, lambda s: f"{s.tokens}x{s.hidden}",
+        make, lambda i: K.sgl_per_token_quant_fp8(i["x"], i["q"], i["s"]),
         lambda i, result: [Out(i["q"], exact=True, fill=True), Out(i["s"], exact=True,
                                                                     fill=True)],
-        lambda s, c: (_cdiv(s.tokens, c["BLOCK_M"]),), _token_quant_candidates)
-
-
-#: Shared memory a candidate may ask for (stages x (A tile + B tile), fp8 bytes): the H200
-#: gives a block up to 227 KiB; above this the launch fails and the candidate is dropped.
-_SMEM = 200 * 1024
-
-
-def _gemm_candidates(shape: Shape, cur: Config, quick: bool) -> list[Config]:
-    """Tiles, warps and stages.  Decode (<= 64 tokens): the weight read is the cost and the
-    wrapper's 64-wide column tiles give 64-128 programs on 132 SMs, so narrow column tiles
-    come first; deeper K tiles and more stages keep more bytes in flight.  Prefill: square
-    tiles around the wrapper's 128 x 128."""
-    m = shape.tokens
-    bms: list[int]
-    bns: tuple[int, ...]
-    bks: tuple[int, ...]
-    stages: tuple[int, ...]
-    if m <= 64:
-        bms = sorted({16, max(16, next_pow2(m))})
-        bns = (16, 32, 64) if quick else (16, 32, 64, 128)
-        bks = (128, 256)
-        stages = (3, 4) if quick else (3, 4, 5)
-    else:
-        bms = [128] if quick else [64, 128]
-        bns = (128, 256) if quick else (64, 128, 256)
-        bks = (64, 128)
-        stages = (3, 4)
-    out: list[Config] = []
-    for bn in bns:
-        for bm in bms:
-            small = bm * bn <= 1024
-            warps = (4,) if quick or small else (4, 8)
-            if m > 64:
-                warps = (8,) if quick else (4, 8)
-            for bk in bks:
-                for s in stages:
-                    if s * (bm * bk + bk * bn) > _SMEM:
-                        continue
-                    out += [{"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
-                             "GROUP_M": cur["GROUP_M"], "num_warps": w, "num_stages": s}
-                            for w in warps]
-    return out
+        lambda s, c: fp8_quant.token_grid(s.tokens, c),
+        lambda s, c, quick: fp8_quant.token_candidates(s.tokens, s.hidden, c, quick))
 
 
 def _gemm_spec() -> OpSpec:
@@ -434,13 +322,13 @@ def _gemm_spec() -> OpSpec:
                 "sa": rn(t, 1, dtype=torch.float32).abs(), "sb": rn(h, dtype=torch.float32).abs()}
 
     return OpSpec(
-        "fp8_scaled_mm", "_fp8_gemm_kernels", "scaled_mm_kernel", "_fp8_gemm",
-        ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"),
+        "fp8_scaled_mm", fp8_gemm.KNOBS,
         lambda s: f"{s.tokens}x{s.hidden}x{s.hidden} token x channel", make,
         lambda i: K.fp8_scaled_mm(i["a"], i["w"].t(), i["sa"], i["sb"], DTYPE),
         lambda i, result: [Out(result, exact=False, fill=True)],
-        lambda s, c: (_cdiv(s.tokens, c["BLOCK_M"]) * _cdiv(s.hidden, c["BLOCK_N"]),),
-        _gemm_candidates, rtol=2.0**-7, atol_of_max=2.0**-10)
+        lambda s, c: fp8_gemm.grid(s.tokens, s.hidden, c),
+        lambda s, c, quick: fp8_gemm.candidates(s.tokens, s.hidden, c, quick),
+        rtol=2.0**-7, atol_of_max=2.0**-10)
 
 
 OPS: dict[str, OpSpec] = {s.name: s for s in (
@@ -472,58 +360,19 @@ def shapes(which: str) -> list[Shape]:
 # ------------------------------------------------------------------ recording and replaying
 
 
-class _Recorder:
-    """Stands in for a ``@triton.jit`` function: ``kernel[grid](...)`` records, runs nothing."""
-
-    def __init__(self) -> None:
-        self.launches: list[Launch] = []
-        self.keys: list[Any] = []
-
-    def __getitem__(self, grid: Any) -> Callable[..., None]:
-        if callable(grid):
-            raise SweepError("the wrapper passes a grid function; the sweep records tuples")
-
-        def record(*args: Any, **kwargs: Any) -> None:
-            key = self.keys[-1] if self.keys else None
-            self.launches.append(Launch(tuple(int(g) for g in grid), args, dict(kwargs), key))
-        return record
-
-
-def _kernel_module(spec: OpSpec) -> Any:
-    return importlib.import_module(f"sglang_shims.kernels.{spec.kernel_module}")
-
-
-@contextmanager
-def _intercepted(spec: OpSpec) -> Iterator[_Recorder]:
-    kmod = _kernel_module(spec)
-    wmod: Any = importlib.import_module(f"sglang_shims.kernels.{spec.wrapper_module}")
-    recorder = _Recorder()
-
-    def plain_launch(key: Any, run: Callable[[], object]) -> None:
-        recorder.keys.append(key)  # no compile lock: nothing is compiled while recording
-        run()
-
-    kernel, launch = getattr(kmod, spec.kernel), wmod.launch
-    setattr(kmod, spec.kernel, recorder)
-    wmod.launch = plain_launch
-    try:
-        yield recorder
-    finally:
-        setattr(kmod, spec.kernel, kernel)
-        wmod.launch = launch
-
-
 def record_launch(spec: OpSpec, inputs: Inputs) -> Launch:
-    """The one launch of ``spec.kernel`` the public op makes on ``inputs`` (not run)."""
-    with _intercepted(spec) as recorder:
+    """The one kernel launch the public op makes on ``inputs`` (recorded, not made)."""
+    with compile_lock.recording() as launches:
         result = spec.call(inputs)
-    if len(recorder.launches) != 1:
-        raise SweepError(f"{spec.name}: the public op launched {spec.kernel} "
-                         f"{len(recorder.launches)} times, one expected (is the Triton path "
-                         "on? CUDA tensors, or TRITON_INTERPRET=1)")
-    launch = recorder.launches[0]
-    launch.result = result
-    return launch
+    if len(launches) != 1:
+        raise SweepError(f"{spec.name}: the public op made {len(launches)} kernel launches, "
+                         "one expected (is the Triton path on? CUDA tensors, or "
+                         "TRITON_INTERPRET=1)")
+    made = launches[0]
+    if callable(made.grid):
+        raise SweepError("the wrapper passes a grid function; the sweep records tuples")
+    return Launch(made.kernel, tuple(int(g) for g in made.grid), made.args, dict(made.kwargs),
+                  made.key, result)
 
 
 def current_config(spec: OpSpec, launch: Launch) -> Config:
@@ -537,7 +386,7 @@ def current_config(spec: OpSpec, launch: Launch) -> Config:
             config[knob] = triton_defaults()[knob]
         else:
             raise SweepError(f"{spec.name}: the wrapper no longer passes {knob} to "
-                             f"{spec.kernel}")
+                             f"{kernel_name(launch.kernel)}")
     return config
 
 
@@ -551,14 +400,14 @@ def prepare(spec: OpSpec, shape: Shape, pristine: Inputs, config: Config
     written from scratch already NaN-filled)."""
     unknown = set(config) - set(spec.knobs)
     if unknown:
-        raise SweepError(f"{spec.name}: not a knob of {spec.kernel}: {sorted(unknown)}")
+        raise SweepError(f"{spec.name}: not a knob of its kernel: {sorted(unknown)}")
     inputs = clone(pristine)
     launch = record_launch(spec, inputs)
     outs = spec.outputs(inputs, launch.result)
     for o in outs:
         if o.fill:
             poison(o.tensor)
-    kernel = getattr(_kernel_module(spec), spec.kernel)
+    kernel = launch.kernel
     grid = spec.grid(shape, config)
     kwargs = {**launch.kwargs, **config}
     args = launch.args
@@ -969,11 +818,10 @@ def precompile(job: tuple[str, int, int, int, int, bool]) -> int:
     inputs = spec.make(shape, empty)
     launch = record_launch(spec, inputs)
     configs = candidates_for(spec, shape, quick, "cuda")[start:start + count]
-    kernel = getattr(_kernel_module(spec), spec.kernel)
     done = 0
     for config in configs:
         try:
-            kernel.warmup(*launch.args, grid=spec.grid(shape, config),
+            launch.kernel.warmup(*launch.args, grid=spec.grid(shape, config),
                           **{**launch.kwargs, **config})
             done += 1
         except Exception:

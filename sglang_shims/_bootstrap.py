@@ -92,13 +92,16 @@ STAND_IN_GATES = {
 # END GENERATED WATCH TABLE
 
 OFF = frozenset({"0", "false", "off", "no"})
-LISTENER = "sglang_shims.engine:on_loader_event"
+LISTENER = "sglang_shims.engine.process:on_loader_event"
 """``module:function`` that receives every loader event (``BOOT, name, phase, module, exc``).
 
 Named, not imported: this module must not import the engine, and a test may point it at
 a recorder."""
 PTH_MARK = "sglang_shims_pth"
 """Attribute of the ``.pth`` line's first-stage finder, so that it can be recognised."""
+FINDER_MARK = "_sglang_shims_finder"
+"""Class attribute (``True``) of our own ``sys.meta_path`` finders (:class:`Watcher` and the
+start-up failure's complainer): code that asks the finders where a module lives skips them."""
 
 
 def env(name: str, environ: "dict[str, str] | os._Environ[str] | None" = None) -> "str | None":
@@ -155,6 +158,8 @@ class Watcher:
     ``.dist-info`` folder names (``_versions.gates_pass``): importing
     ``importlib.metadata`` or ``packaging`` here would break the deadlock rule above.
     """
+
+    _sglang_shims_finder = True  # FINDER_MARK
 
     def __init__(self, names: "set[str]", stand_ins: "set[str] | None" = None) -> None:
         self.names = set(names)
@@ -305,7 +310,7 @@ class HookedLoader:
         else:
             try:
                 self.loader.exec_module(module)  # type: ignore[attr-defined]
-            except BaseException as exc:
+            except Exception as exc:  # Ctrl-C and SystemExit leave as they came: stock
                 if _notify(self.name, "error", module, exc) != "instead":
                     raise
         _notify(self.name, "after", module)
@@ -329,14 +334,16 @@ def _notify(name: str, phase: str, module: object,
         module_name, _, attr = LISTENER.partition(":")
         __import__(module_name)
         listener: Callable[..., str | None] = getattr(sys.modules[module_name], attr)
-    except BaseException as err:  # a half-installed package must not break the import
+    except Exception as err:  # a half-installed package must not break the import
         _complain_once(f"cannot load the patch engine ({type(err).__name__}: {err})")
         return None
     try:
         return listener(BOOT, name, phase, module, exc)
     except ImportError:
         raise
-    except BaseException as err:
+    except Exception as err:
+        # Ctrl-C, SystemExit and the other BaseExceptions are not ours to swallow: a
+        # signal stops the program as it would without us (the engine has rolled back)
         _complain_once(f"internal error while handling {name} ({type(err).__name__}: {err})")
         return None
 
@@ -436,9 +443,23 @@ def extra_targets(value: str, limit: int = EXTRA_HEAD) -> "set[str]":
             finally:
                 os.close(fd)
             module = _target_of(text)
-            if module:
+            if module and not engine_runs_on(module):
                 found.add(module)
     return found
+
+
+ENGINE_DEPENDENCIES = ("packaging", "wrapt", "tomli", "importlib_resources", "sglang_shims")
+"""What the engine itself imports beyond the standard library."""
+
+
+def engine_runs_on(module: str) -> bool:
+    """Whether ``module`` is one the engine may import while it wakes: the standard library
+    and :data:`ENGINE_DEPENDENCIES`.  A patch from ``SGLANG_SHIMS_PATH`` may not target
+    one: its first import would wake the engine while its own body is half run, and the
+    engine's import of it would then fail inside the user's import.  Such targets are not
+    watched, and the loader refuses the manifest with this reason."""
+    root = module.partition(".")[0]
+    return root in ENGINE_DEPENDENCIES or root in getattr(sys, "stdlib_module_names", ())
 
 
 def _target_of(text: str) -> "str | None":
@@ -526,6 +547,8 @@ def _complain_later(problem: str) -> None:
     roots = {target.partition(".")[0] for target in TARGETS.values()}
 
     class Complainer:
+        _sglang_shims_finder = True  # FINDER_MARK
+
         def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
             if fullname in roots:
                 _complain_once(f"start-up hook failed ({problem})")

@@ -26,9 +26,10 @@ import pytest
 from packaging.version import Version
 
 from sglang_shims.catalog.manifest import load_text
+from sglang_shims.engine import journal
 from sglang_shims.engine.journal import PatchContext
 from sglang_shims.engine.proxy import OptionalSymbol
-from sglang_shims.kernels import symbols
+from sglang_shims.kernels.surface import symbols
 from sglang_shims.testing import standin
 
 from .support.run import REPO, need, run_python
@@ -84,7 +85,7 @@ def _undo_applied() -> Iterator[None]:
     """Undo every application of a test (the torch ops it may define are process-wide)."""
     yield
     while _APPLIED:
-        assert _APPLIED.pop().undo() == []
+        assert journal.undo(_APPLIED.pop()) == []
 
 
 def applied(sglang: str, kernel: str) -> tuple[types.ModuleType, PatchContext]:
@@ -197,7 +198,7 @@ def test_float32_norms_go_to_ours_half_types_to_the_kernel() -> None:
     half = x.to(torch.bfloat16)
     assert module.rmsnorm(half, w.to(torch.bfloat16), 1e-6)[0] == "rmsnorm"  # the kernel's
     assert any("float32 calls of" in note for note in ctx.notes), ctx.notes
-    assert ctx.undo() == [] and module.rmsnorm(x, w, 1e-6)[0] == "rmsnorm"  # undone: stock
+    assert journal.undo(ctx) == [] and module.rmsnorm(x, w, 1e-6)[0] == "rmsnorm"  # undone: stock
     _APPLIED.remove(ctx)
 
 
@@ -249,7 +250,7 @@ def test_adapter_calls_the_real_kernel_where_exact() -> None:
     rope(pos, q, k, head, cache, is_neox=True)
     assert seen == [], "the adapter must call the kernel's function it was built with"
 
-    from sglang_shims.kernels import hybrid
+    from sglang_shims.kernels.serving import hybrid
 
     calls: list[tuple[Any, ...]] = []
     adapter = hybrid.rope_adapter(lambda *a: calls.append(a), _never)
@@ -416,5 +417,5 @@ def test_missing_functions_get_schema_only_torch_ops() -> None:
     _, ctx = applied("0.5.5.post3", "0.4.5")
     assert hasattr(torch.ops.sgl_kernel, name)
     torch.library.register_fake(f"sgl_kernel::{name}")(lambda *a: None)  # what sglang does
-    assert ctx.undo() == []
+    assert journal.undo(ctx) == []
     assert not hasattr(torch.ops.sgl_kernel, name)

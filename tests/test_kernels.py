@@ -52,7 +52,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed: the kernel tests need it")
 
 from sglang_shims import kernels as K  # noqa: E402
-from sglang_shims.kernels import _norm  # noqa: E402
+from sglang_shims.kernels.ops.norm import launch as norm_launch  # noqa: E402
 
 from ._triton import load_triton, select_backend  # noqa: E402
 
@@ -60,7 +60,8 @@ HAS_CUDA = torch.cuda.is_available()
 REPO = Path(__file__).resolve().parent.parent
 
 
-KERNEL_MODULES = ("_norm_kernels", "_activation_kernels", "_rope_kernels", "_moe_kernels")
+KERNEL_MODULES = ("ops.norm.triton", "ops.activation.triton", "ops.rope.triton",
+                  "ops.moe_topk.triton")
 
 
 
@@ -247,8 +248,8 @@ def test_rmsnorm_layouts(backend: str, gen: torch.Generator) -> None:
 def test_rmsnorm_two_pass(backend: str, gen: torch.Generator,
                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows wider than the one-pass limit (lowered here) take the looped kernel."""
-    monkeypatch.setattr(_norm, "_MAX_SINGLE_PASS", 256)
-    monkeypatch.setattr(_norm, "_LOOP_BLOCK", 128)
+    monkeypatch.setattr(norm_launch, "MAX_SINGLE_PASS", 256)
+    monkeypatch.setattr(norm_launch, "LOOP_BLOCK", 128)
     dtype = torch.float16
     x = randn(gen, 3, 1000, dtype=dtype, device=backend)
     r = randn(gen, 3, 1000, dtype=dtype, device=backend)
@@ -267,8 +268,8 @@ def test_rmsnorm_eps_counts(backend: str, gen: torch.Generator, single_pass_limi
                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Inputs so small that eps is most of mean(x^2): a kernel that drops or misplaces eps
     is off by far more than the tolerance (at unit scale eps is below it)."""
-    monkeypatch.setattr(_norm, "_MAX_SINGLE_PASS", single_pass_limit)
-    monkeypatch.setattr(_norm, "_LOOP_BLOCK", 128)
+    monkeypatch.setattr(norm_launch, "MAX_SINGLE_PASS", single_pass_limit)
+    monkeypatch.setattr(norm_launch, "LOOP_BLOCK", 128)
     x = randn(gen, 3, 1000, device=backend, scale=1e-3)  # mean(x^2) ~ 1e-6 ~ eps
     w = randn(gen, 1000, device=backend)
     for eps in (1e-6, 1e-5):
@@ -416,7 +417,7 @@ def test_rope_positions_int32_and_3d(backend: str, gen: torch.Generator) -> None
 def test_rope_out_of_place(backend: str, gen: torch.Generator, neox: bool) -> None:
     """The op-level form (sgl-kernel's apply_rope_pos_ids_cos_sin_cache) with separate
     outputs: inputs unchanged, the unrotated tail copied into the outputs."""
-    from sglang_shims.kernels._rope import rope_into
+    from sglang_shims.kernels.ops.rope import rope_into
 
     dtype = torch.bfloat16
     q, k, cache, pos = _rope_inputs(gen, backend, dtype, 4, 3, 1, 64, 32)
@@ -638,14 +639,14 @@ def test_triton_imported_only_on_first_kernel_use() -> None:
 
 def test_torch_path_without_triton(gen: torch.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
     """When ``import triton`` fails the ops still work, through plain torch."""
-    from sglang_shims.kernels import _common
+    from sglang_shims.kernels import runtime
 
-    monkeypatch.setattr(_common, "_triton_state", [False])
+    monkeypatch.setattr(runtime, "triton_available", lambda: False)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.delenv("SGLANG_SHIMS_KERNEL_BACKEND", raising=False)
     x = randn(gen, 3, 64)
     w = randn(gen, 64)
-    assert not _common.use_triton(x)
+    assert not runtime.use_triton(x)
     assert_close(K.rmsnorm(x, w), ref_rmsnorm(x, w, 1e-6, False), torch.float32, "rmsnorm")
 
 
@@ -653,7 +654,7 @@ def test_torch_path_without_triton(gen: torch.Generator, monkeypatch: pytest.Mon
 
 
 def test_schema_strings_parse() -> None:
-    from sglang_shims.kernels._torch_ops import SCHEMAS
+    from sglang_shims.kernels.standin.torch_ops import SCHEMAS
 
     assert set(SCHEMAS) == {"0.3.5", "0.3.18"}
     for table in SCHEMAS.values():
@@ -745,7 +746,7 @@ def test_gpu_large_norms(gen: torch.Generator, hidden: int) -> None:
     K.fused_add_rmsnorm(x, r, w)
     assert_close(r, total, dtype, "residual")
     # Above the one-pass limit the looped kernel normalises the stored (rounded) residual.
-    norm_of = total if hidden <= _norm._MAX_SINGLE_PASS else r
+    norm_of = total if hidden <= norm_launch.MAX_SINGLE_PASS else r
     assert_close(x, ref_rmsnorm(norm_of, w, 1e-6, False), dtype, "fused norm")
 
 

@@ -42,8 +42,8 @@ from ._triton import load_triton, select_backend  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
 FP8 = torch.float8_e4m3fn
-KERNEL_MODULES = ("_moe_align_kernels", "_fp8_kernels", "_fp8_gemm_kernels",
-                  "_moe_gate_kernels")
+KERNEL_MODULES = ("ops.moe_align.triton", "ops.fp8_quant.triton", "ops.fp8_gemm.triton",
+                  "ops.moe_gate.triton")
 
 
 NO_TRITON = load_triton(KERNEL_MODULES, HAS_CUDA)
@@ -440,7 +440,7 @@ def test_fp8_blockwise_routes_to_sglangs_triton(gen: torch.Generator,
     [128, 128] and the out dtype; on CPU, or without that module, ours runs."""
     import types
 
-    from sglang_shims.kernels import _fp8_gemm
+    from sglang_shims.kernels.ops import fp8_gemm
 
     calls: list[tuple[object, ...]] = []
 
@@ -449,14 +449,14 @@ def test_fp8_blockwise_routes_to_sglangs_triton(gen: torch.Generator,
         calls.append((a, b, a_s, b_s, block, output_dtype))
         return torch.zeros(a.shape[0], b.shape[0], dtype=output_dtype)
 
-    module = types.ModuleType(_fp8_gemm.SGLANG_FP8_KERNEL[1])
+    module = types.ModuleType(fp8_gemm.SGLANG_FP8_KERNEL[1])
     module.w8a8_block_fp8_matmul_triton = fake  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
     a, weight = _fp8_operand(gen, 3, 256, "cpu"), _fp8_operand(gen, 128, 256, "cpu")
     x_scale, w_scale = _block_scales(gen, 3, 2), _block_scales(gen, 1, 2)
     monkeypatch.delenv("SGLANG_SHIMS_KERNEL_BACKEND", raising=False)
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda t: True))
-    monkeypatch.setattr(_fp8_gemm, "use_triton", lambda t: True)
+    monkeypatch.setattr(fp8_gemm, "use_triton", lambda t: True)
     out = K.fp8_blockwise_scaled_mm(a, weight.t(), x_scale, w_scale.t(), torch.bfloat16)
     assert len(calls) == 1 and out.dtype == torch.bfloat16
     got_a, got_b, got_as, got_bs, block, dtype = calls[0]
@@ -466,12 +466,13 @@ def test_fp8_blockwise_routes_to_sglangs_triton(gen: torch.Generator,
     assert got_b.is_contiguous() and tuple(got_bs.shape) == (1, 2)
     assert got_bs.data_ptr() == w_scale.data_ptr()
     launched: list[str] = []
-    monkeypatch.setattr(_fp8_gemm, "_launch", lambda op, *args: launched.append(op))
+    monkeypatch.setattr(fp8_gemm, "launch_kernel",
+                        lambda key, *args, **kwargs: launched.append(key[0]))
     row_major_b = weight.t().contiguous()  # [K, N] row-major: sglang's kernel wants [N, K]
     K.fp8_blockwise_scaled_mm(a, row_major_b, x_scale, w_scale.t(), torch.bfloat16)
     assert len(calls) == 1 and launched == ["fp8_blockwise_scaled_mm"], "not ours"
     monkeypatch.setitem(sys.modules, module.__name__, types.ModuleType(module.__name__))
-    monkeypatch.setattr(_fp8_gemm, "use_triton", lambda t: False)
+    monkeypatch.setattr(fp8_gemm, "use_triton", lambda t: False)
     K.fp8_blockwise_scaled_mm(a, weight.t(), x_scale, w_scale.t(), torch.bfloat16)
     assert len(calls) == 1, "sglang's kernel was called on the plain-torch path"
 
@@ -606,9 +607,9 @@ def test_kernels_read_only_constexpr_globals() -> None:
     import ast
     from pathlib import Path
 
-    folder = Path(K.__file__).parent
+    folder = Path(K.__file__).parent / "ops"
     offenders = []
-    for path in sorted(folder.glob("_*_kernels.py")):
+    for path in sorted(folder.glob("*/triton.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         plain = {t.id for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
                  for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
@@ -620,7 +621,8 @@ def test_kernels_read_only_constexpr_globals() -> None:
                     ast.unparse(d).endswith("jit") for d in fn.decorator_list):
                 read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
                         and isinstance(n.ctx, ast.Load)}
-                offenders += [f"{path.name}:{fn.name} reads {name}" for name in read & plain]
+                offenders += [f"{path.parent.name}/{path.name}:{fn.name} reads {name}"
+                              for name in read & plain]
     assert not offenders, offenders
 
 
@@ -634,11 +636,11 @@ NEW_OPS = ("moe_align_block_size", "moe_sum", "moe_sum_reduce", "sgl_per_token_g
 
 def test_new_ops_are_served() -> None:
     """The fallback binds them (kernels.OPS) and the hybrid tier routes missing ones to us."""
-    from sglang_shims.kernels import hybrid
+    from sglang_shims.kernels.serving import hybrid
 
     for name in NEW_OPS:
         assert K.OPS[name] is getattr(K, name)
-        assert K.OPS[name].__module__.startswith("sglang_shims.kernels._")
+        assert K.OPS[name].__module__.startswith("sglang_shims.kernels.ops.")
         assert hybrid.route(name, exported=set()).provider == hybrid.OURS
         assert hybrid.route(name, exported={name}).provider == hybrid.REAL
 
@@ -671,7 +673,7 @@ DENSE_OPS = {"rmsnorm", "fused_add_rmsnorm", "apply_rope_with_cos_sin_cache_inpl
 def test_model_ops(config: dict[str, object], extra: set[str]) -> None:
     """The ops each family reaches, as docs/fallback-ops.md reads them from sglang; all
     provided by the fallback since issue 17."""
-    from sglang_shims.kernels.model_ops import ops_for_config
+    from sglang_shims.kernels.serving.model_ops import ops_for_config
 
     found = ops_for_config(config)
     assert set(found.ops) == DENSE_OPS | extra
@@ -749,18 +751,20 @@ def test_doctor_cli_model_path(tmp_path: object) -> None:
 @pytest.mark.wheels
 @pytest.mark.parametrize("release", ["0.5.1", "0.5.17"])
 def test_opset_data_matches_the_wheels(release: str) -> None:
-    """data/moe_fp8_ops.json holds what the scanner reads from the wheel today (two
-    releases, ~3 s each: the full rebuild takes a minute and a half)."""
-    import json
-
-    from sglang_shims.kernels import _fp8_moe_opset as opset
+    """The committed op-set data holds what the scanner (tools/regen_moe_fp8_opset.py) reads
+    from the wheel today (two releases, ~3 s each: the full rebuild takes a minute and a
+    half)."""
+    from sglang_shims.kernels.surface import opset
     from sglang_shims.testing import wheels
 
-    data = json.loads(opset.DATA.read_text(encoding="utf-8"))
+    from ._scripts import load_script
+
+    scanner = load_script("tools/regen_moe_fp8_opset.py", "regen_moe_fp8_opset")
+    data = opset.load()
     committed = {op: span["entry"] for op, spans in data["ops"].items() for span in spans
                  if release in data["releases"][data["releases"].index(span["first"]):
                                                 data["releases"].index(span["last"]) + 1]}
-    assert opset.scan(wheels.unpack("sglang", release) / "sglang") == committed
+    assert scanner.scan(wheels.unpack("sglang", release) / "sglang") == committed
     # what docs/fallback-ops.md says, read by hand from the two wheels
     align = committed["moe_align_block_size"]["modules"]
     if release == "0.5.1":

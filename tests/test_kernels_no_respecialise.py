@@ -34,9 +34,8 @@ from ._triton import load_triton  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
 KERNEL_MODULES = tuple(sorted(
-    m.name for m in pkgutil.iter_modules(
-        importlib.import_module("sglang_shims.kernels").__path__)
-    if m.name.endswith("_kernels")))
+    f"ops.{m.name}.triton" for m in pkgutil.iter_modules(
+        importlib.import_module("sglang_shims.kernels.ops").__path__) if m.ispkg))
 NO_TRITON = load_triton(KERNEL_MODULES, HAS_CUDA)
 
 # Parameter names that carry a token count or a size derived from it, in our kernels.
@@ -136,20 +135,20 @@ def _ops() -> dict[str, tuple[Callable[[int], object], tuple[str, ...]]]:
         K.moe_align_block_size(ids, 128, 64, *bufs, True, False)
 
     return {
-        "rmsnorm": (lambda t: K.rmsnorm(x(t), w), ("_norm_kernels.rmsnorm_kernel",)),
-        "fused_add_rmsnorm": (add_norm, ("_norm_kernels.rmsnorm_kernel",)),
-        "sgl_per_token_quant_fp8": (per_token, ("_fp8_kernels.per_token_quant_kernel",)),
+        "rmsnorm": (lambda t: K.rmsnorm(x(t), w), ("ops.norm.triton.rmsnorm_kernel",)),
+        "fused_add_rmsnorm": (add_norm, ("ops.norm.triton.rmsnorm_kernel",)),
+        "sgl_per_token_quant_fp8": (per_token, ("ops.fp8_quant.triton.per_token_quant_kernel",)),
         "sgl_per_token_group_quant_fp8": (
-            per_group, ("_fp8_kernels.per_token_group_quant_kernel",)),
-        "sgl_per_tensor_quant_fp8": (per_tensor, ("_fp8_kernels.absmax_kernel",
-                                                  "_fp8_kernels.per_tensor_quant_kernel")),
-        "fp8_scaled_mm": (scaled_mm, ("_fp8_gemm_kernels.scaled_mm_kernel",)),
-        "topk_softmax": (topk, ("_moe_kernels.topk_softmax_kernel",)),
-        "moe_fused_gate": (gate, ("_moe_gate_kernels.moe_fused_gate_kernel",)),
-        "moe_align_block_size": (align, ("_moe_align_kernels.align_one_launch_kernel",
-                                         "_moe_align_kernels.align_count_kernel",
-                                         "_moe_align_kernels.align_scan_kernel",
-                                         "_moe_align_kernels.align_place_kernel")),
+            per_group, ("ops.fp8_quant.triton.per_token_group_quant_kernel",)),
+        "sgl_per_tensor_quant_fp8": (per_tensor, ("ops.fp8_quant.triton.absmax_kernel",
+                                                  "ops.fp8_quant.triton.per_tensor_quant_kernel")),
+        "fp8_scaled_mm": (scaled_mm, ("ops.fp8_gemm.triton.scaled_mm_kernel",)),
+        "topk_softmax": (topk, ("ops.moe_topk.triton.topk_softmax_kernel",)),
+        "moe_fused_gate": (gate, ("ops.moe_gate.triton.moe_fused_gate_kernel",)),
+        "moe_align_block_size": (align, ("ops.moe_align.triton.align_one_launch_kernel",
+                                         "ops.moe_align.triton.align_count_kernel",
+                                         "ops.moe_align.triton.align_scan_kernel",
+                                         "ops.moe_align.triton.align_place_kernel")),
     }
 
 

@@ -7,7 +7,7 @@ three launches, and (3) proof that the Triton path never reads a device value on
 host, which would break sglang's CUDA graph capture of the decode step.
 
 (1) ``reference`` below is written in plain Python lists from the module docstring of
-``sglang_shims.kernels._moe_align``; every output buffer starts full of a sentinel, and
+``sglang_shims.kernels.ops.moe_align``; every output buffer starts full of a sentinel, and
 the whole buffer is compared, so a slot written when it must not be (padding without
 ``pad_sorted_token_ids``, ``experts_ids`` past the padded total, ``cumsum_buffer`` past
 the total) fails as surely as a wrong value.  Each call also records the launches and
@@ -30,13 +30,14 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the kernel tests need it")
 
-from sglang_shims.kernels import _moe_align as A  # noqa: E402
+from sglang_shims.kernels.ops import moe_align as A  # noqa: E402
+from sglang_shims.kernels.ops.moe_align import launch as L  # noqa: E402
 
 from ._align import align_buffers  # noqa: E402
 from ._triton import load_triton, select_backend  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
-NO_TRITON = load_triton(("_moe_align_kernels",), HAS_CUDA)
+NO_TRITON = load_triton(("ops.moe_align.triton",), HAS_CUDA)
 pytestmark = pytest.mark.skipif(bool(NO_TRITON), reason=NO_TRITON or "triton is here")
 
 ONE = ["moe_align_one"]
@@ -47,7 +48,7 @@ THREE = ["moe_align_count", "moe_align_scan", "moe_align_place"]
 def one_launch_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """The path ships switched off until a GPU has timed it; these tests switch it on at
     the limit it is meant to get."""
-    monkeypatch.setattr(A, "_ONE_LAUNCH_MAX_ENTRIES", A._ONE_LAUNCH_ON)
+    monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", L.ONE_LAUNCH_ON)
 
 
 def reference(ids: list[int], n_buckets: int, bs: int, pad: bool, ignore_invalid: bool,
@@ -79,16 +80,16 @@ def recorded_launches(run_kernels: bool = True) -> Iterator[list[str]]:
     """The names of the kernels the op launches; with ``run_kernels=False`` only the
     dispatch decision is made (the kernels do not run)."""
     names: list[str] = []
-    real = A.launch
+    real = A.launch_kernel
 
-    def spy(key: Hashable, run: Callable[[], object]) -> None:
+    def spy(key: Hashable, kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
         assert isinstance(key, tuple)
         names.append(str(key[0]))
         if run_kernels:
-            real(key, run)
+            real(key, kernel, grid, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(A, "launch", spy)
+        mp.setattr(A, "launch_kernel", spy)
         yield names
 
 
@@ -179,7 +180,7 @@ def test_one_launch_at_its_limits() -> None:
     g = torch.Generator().manual_seed(5)
     ids = torch.randint(-1, 1023, (128, 8), generator=g, dtype=torch.int32)
     with triton_backend() as dev:
-        align_and_compare(ids.to(dev), A._ONE_LAUNCH_MAX_BUCKETS, 16, False, False)
+        align_and_compare(ids.to(dev), L.ONE_LAUNCH_MAX_BUCKETS, 16, False, False)
 
 
 def test_one_launch_strided_ids_and_longer_buffers() -> None:
@@ -197,7 +198,7 @@ def test_wide_int64_ids_never_wrap_into_a_bucket(monkeypatch: pytest.MonkeyPatch
     """An int64 id past the int32 range is out of range, on both Triton paths (narrowed
     first, 2**32 + 1 would read as expert 1)."""
     if not one:
-        monkeypatch.setattr(A, "_ONE_LAUNCH_MAX_ENTRIES", 0)
+        monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", 0)
     ids = torch.tensor([[2**32 + 1, 1], [2**32 - 1, -(2**32) + 2], [2**31, 0]],
                        dtype=torch.int64)
     with triton_backend() as dev:
@@ -208,7 +209,7 @@ def test_wide_int64_ids_never_wrap_into_a_bucket(monkeypatch: pytest.MonkeyPatch
 
 def test_both_paths_agree_across_the_entry_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the limit lowered to 40 entries, 40 take one launch and 41 three; both exact."""
-    monkeypatch.setattr(A, "_ONE_LAUNCH_MAX_ENTRIES", 40)
+    monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", 40)
     g = torch.Generator().manual_seed(8)
     with triton_backend() as dev:
         for shape, want in (((5, 8), ONE), ((41, 1), THREE)):  # 40 and 41 entries
@@ -228,18 +229,18 @@ def _dispatch(numel: int, n_buckets: int, bs: int, pad: bool) -> list[str]:
 
 
 def test_dispatch_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    most_e, most_b = A._ONE_LAUNCH_MAX_ENTRIES, A._ONE_LAUNCH_MAX_BUCKETS
+    most_e, most_b = L.ONE_LAUNCH_MAX_ENTRIES, L.ONE_LAUNCH_MAX_BUCKETS
     assert _dispatch(1, 129, 64, True) == ONE  # 1 token, top-1
     assert _dispatch(8, 129, 64, True) == ONE  # 1 token, top-8 of 128: decode
     assert _dispatch(most_e, most_b, 16, False) == ONE
     assert _dispatch(most_e + 1, 129, 16, False) == THREE
     assert _dispatch(8, most_b + 1, 16, False) == THREE
-    # the padding fill: one program writes at most _ONE_LAUNCH_MAX_FILL slots alone
-    assert align_buffers(most_e, 1000, 128, "cpu")[0].numel() > A._ONE_LAUNCH_MAX_FILL
+    # the padding fill: one program writes at most ONE_LAUNCH_MAX_FILL slots alone
+    assert align_buffers(most_e, 1000, 128, "cpu")[0].numel() > L.ONE_LAUNCH_MAX_FILL
     assert _dispatch(most_e, 1000, 128, True) == THREE
     assert _dispatch(most_e, 1000, 128, False) == ONE
     assert _dispatch(512, 257, 128, True) == ONE  # 64 tokens x top-8, DeepSeek V3
-    monkeypatch.setattr(A, "_ONE_LAUNCH_MAX_ENTRIES", 0)  # the switch: everything to three
+    monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", 0)  # the switch: everything to three
     assert _dispatch(8, 129, 64, True) == THREE
 
 
@@ -255,7 +256,7 @@ def host_reads_fail() -> Iterator[list[str]]:
     the launch itself).  Yields the names of the kernels launched."""
     inside = [False]
     names: list[str] = []
-    real_launch = A.launch
+    real_launch = A.launch_kernel
 
     def guarded(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def read(*args: Any, **kwargs: Any) -> Any:
@@ -264,12 +265,12 @@ def host_reads_fail() -> Iterator[list[str]]:
             return real(*args, **kwargs)
         return read
 
-    def spy(key: Hashable, run: Callable[[], object]) -> None:
+    def spy(key: Hashable, kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
         assert isinstance(key, tuple)
         names.append(str(key[0]))
         inside[0] = True
         try:
-            real_launch(key, run)
+            real_launch(key, kernel, grid, *args, **kwargs)
         finally:
             inside[0] = False
 
@@ -277,7 +278,7 @@ def host_reads_fail() -> Iterator[list[str]]:
         for name in _READS:
             mp.setattr(torch.Tensor, name, guarded(name, getattr(torch.Tensor, name)))
         mp.setattr(torch.cuda, "synchronize", guarded("synchronize", torch.cuda.synchronize))
-        mp.setattr(A, "launch", spy)
+        mp.setattr(A, "launch_kernel", spy)
         yield names
 
 
@@ -297,7 +298,7 @@ def test_triton_path_reads_no_device_value(entries: int) -> None:
         bufs = align_buffers(entries, 17, 16, dev)
         with host_reads_fail() as names:
             A.moe_align_block_size(ids, 17, 16, *bufs, True, False)
-        assert names == (ONE if entries <= A._ONE_LAUNCH_MAX_ENTRIES else THREE)
+        assert names == (ONE if entries <= L.ONE_LAUNCH_MAX_ENTRIES else THREE)
         before = [b.tolist() for b in align_buffers(entries, 17, 16, dev)]
         want = reference(ids.tolist(), 17, 16, True, False, before)
         assert [b.tolist() for b in bufs] == want

@@ -42,8 +42,8 @@ from ._triton import load_triton, select_backend
 from .support.scripts import load_script
 
 HAS_CUDA = torch.cuda.is_available()
-KERNEL_MODULES = ("_norm_kernels", "_activation_kernels", "_moe_align_kernels", "_fp8_kernels",
-                  "_fp8_gemm_kernels")
+KERNEL_MODULES = ("ops.norm.triton", "ops.activation.triton", "ops.moe_align.triton",
+                  "ops.fp8_quant.triton", "ops.fp8_gemm.triton")
 NO_TRITON = load_triton(KERNEL_MODULES, HAS_CUDA)
 needs_triton = pytest.mark.skipif(bool(NO_TRITON), reason=NO_TRITON)
 
@@ -130,8 +130,9 @@ def test_current_config_is_what_the_wrapper_launches(name: str, dev: str,
     launch = S.record_launch(spec, S.clone(pristine))
     current = S.current_config(spec, launch)
 
-    kernels = importlib.import_module(f"sglang_shims.kernels.{spec.kernel_module}")
-    real = getattr(kernels, spec.kernel)
+    real = launch.kernel
+    kernels, name = importlib.import_module(real.fn.__module__), real.fn.__name__
+    assert getattr(kernels, name) is real
     seen: list[tuple[tuple[int, ...], dict[str, Any]]] = []
 
     class Spy:
@@ -144,9 +145,9 @@ def test_current_config_is_what_the_wrapper_launches(name: str, dev: str,
             return go
 
     inputs = S.clone(pristine)
-    monkeypatch.setattr(kernels, spec.kernel, Spy())
+    monkeypatch.setattr(kernels, name, Spy())
     result = spec.call(inputs)
-    monkeypatch.setattr(kernels, spec.kernel, real)
+    monkeypatch.setattr(kernels, name, real)
 
     assert len(seen) == 1
     grid, kwargs = seen[0]
@@ -161,20 +162,21 @@ def test_current_config_is_what_the_wrapper_launches(name: str, dev: str,
 @needs_triton
 def test_current_config_is_read_from_the_wrapper_not_rederived(
         dev: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sglang_shims.kernels import _fp8, _norm
-    from sglang_shims.kernels._common import next_pow2
+    from sglang_shims.kernels.ops.fp8_quant import launch as fp8_launch
+    from sglang_shims.kernels.ops.norm import launch as norm_launch
+    from sglang_shims.kernels.runtime import next_pow2
 
     shape = S.Shape(3, 256)
     quant = S.OPS["sgl_per_token_quant_fp8"]
-    # above DECODE_ROWS, where the wrapper tiles rows by _TILE (at decode sizes: one row)
+    # above DECODE_ROWS, where the wrapper tiles rows by TILE (at decode sizes: one row)
     before = _current(quant, S.Shape(40, 256), dev)
-    monkeypatch.setattr(_fp8, "_TILE", before["BLOCK_N"])  # one row of BLOCK_N per program
+    monkeypatch.setattr(fp8_launch, "TILE", before["BLOCK_N"])  # one row of BLOCK_N per program
     after = _current(quant, S.Shape(40, 256), dev)
     assert before["BLOCK_M"] > 1 and after["BLOCK_M"] == 1
 
     norm = S.OPS["rmsnorm"]
     before = _current(norm, shape, dev)
-    monkeypatch.setattr(_norm, "next_pow2", lambda n: 2 * next_pow2(n))
+    monkeypatch.setattr(norm_launch, "next_pow2", lambda n: 2 * next_pow2(n))
     after = _current(norm, shape, dev)
     assert after["BLOCK_N"] == 2 * before["BLOCK_N"]
 

@@ -20,9 +20,10 @@ NAME = "fused_add_rmsnorm"
 
 
 def apply(ctx: PatchContext) -> None:
-    from sglang_shims.kernels import _norm, _sglang_jit
+    from sglang_shims.kernels.ops import norm
+    from sglang_shims.kernels.standin import sglang_jit
 
-    reason = _sglang_jit.not_served()
+    reason = sglang_jit.not_served()
     if reason is not None:
         ctx.retire(reason)
     theirs = getattr(ctx.module, NAME, None)
@@ -30,5 +31,5 @@ def apply(ctx: PatchContext) -> None:
         ctx.retire(f"sglang's layernorm bound no {NAME} (not on CUDA): nothing calls flashinfer's")
     if not str(getattr(theirs, "__module__", "")).startswith("flashinfer"):
         ctx.retire(f"sglang's layernorm takes {NAME} from {theirs.__module__}, not flashinfer")
-    ours = _sglang_jit.replacements(ctx.module, {NAME: (_norm.fused_add_rmsnorm,)})
+    ours = sglang_jit.replacements(ctx.module, {NAME: (norm.fused_add_rmsnorm,)})
     ctx.setattr(ctx.module, NAME, ours[NAME])

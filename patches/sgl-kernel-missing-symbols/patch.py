@@ -1,13 +1,13 @@
 """Lazy stand-ins for every kernel name the installed sglang needs and the kernel lacks.
 
-Which names to supply is data, not a range: :mod:`sglang_shims.kernels.symbols` lists,
+Which names to supply is data, not a range: :mod:`sglang_shims.kernels.surface.symbols` lists,
 for every published sglang release, the names it imports from ``sgl_kernel`` at
 module level without a fallback.  Comparing that list with what the live module binds
 covers both directions of skew -- a kernel older than sglang's pin (``awq_dequantize``
 before 0.1.x, issue 5867) and one newer than it (names dropped by the 0.4.0 slimming)
 -- with one rule.  A name that is a submodule on disk is left to the import system.
 
-Each missing name is then routed (:mod:`sglang_shims.kernels.hybrid`): an adapter to
+Each missing name is then routed (:mod:`sglang_shims.kernels.serving.hybrid`): an adapter to
 the kernel's renamed successor, our Triton implementation, or -- where neither
 exists -- a proxy that raises on call.  ``status()[id]["details"]["kernel_ops"]``
 says, for every name this sglang imports, which of them serves it.
@@ -21,7 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from sglang_shims.kernels import hybrid, symbols
+from sglang_shims.kernels.serving import hybrid
+from sglang_shims.kernels.surface import symbols
 from sglang_shims.patching import OptionalSymbol, PatchContext, Retired
 
 KERNEL_DISTS = ("sglang-kernel", "sgl-kernel")
@@ -213,7 +214,7 @@ def apply(ctx: PatchContext) -> None:
     ctx.note(f"supplied {len(todo)} name(s) missing from the installed {kernel}: "
              + "; ".join(f"{p}: {', '.join(names)}" for p, names in by.items() if names))
     # the model sglang loads is judged against this table and the live module
-    from sglang_shims.kernels.serving_model import observe_models
+    from sglang_shims.kernels.serving.serving_model import observe_models
 
     observe_models(ctx)
 

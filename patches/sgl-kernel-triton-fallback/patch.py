@@ -57,12 +57,8 @@ def unusable(ctx: PatchContext) -> str | None:
 
 def provide(ctx: PatchContext) -> None:
     from sglang_shims import kernels
-    from sglang_shims.kernels._provider import (
-        Provider,
-        choose_surface,
-        define_torch_ops,
-        sglang_kernel_pin,
-    )
+    from sglang_shims.kernels.standin.provider import Provider, define_torch_ops
+    from sglang_shims.kernels.surface.exports import choose_surface, sglang_kernel_pin
 
     pin = sglang_kernel_pin()
     version = choose_surface(pin)
@@ -70,7 +66,7 @@ def provide(ctx: PatchContext) -> None:
     implementations["FusedSetKVBufferArg"] = kernels.FusedSetKVBufferArg
     # a property of the GPU, not of the library (sgl_kernel.utils): sglang 0.5.17's Triton
     # attention backend asks it when it is built
-    from sglang_shims.kernels._device import is_arch_support_pdl
+    from sglang_shims.kernels.standin.device import is_arch_support_pdl
 
     implementations["is_arch_support_pdl"] = is_arch_support_pdl
     provider = Provider("sgl_kernel", version, ctx.cause, ctx.manifest.id, implementations,
@@ -95,7 +91,7 @@ def provide(ctx: PatchContext) -> None:
     ctx.note(f"export surface of sgl-kernel {version} (sglang pins {pin or 'none'});"
              f" implemented: {', '.join(served)}; every other name raises when called")
     # the model sglang loads is judged against what is served (details["models"])
-    from sglang_shims.kernels.serving_model import observe_models
+    from sglang_shims.kernels.serving.serving_model import observe_models
 
     observe_models(ctx)
 

@@ -14,7 +14,7 @@ from sglang_shims.patching import PatchContext
 
 
 def apply(ctx: PatchContext) -> None:
-    from sglang_shims.kernels import _sglang_jit
+    from sglang_shims.kernels.standin import sglang_jit
 
-    _sglang_jit.stand_in(ctx, _sglang_jit.ACTIVATION,
+    sglang_jit.stand_in(ctx, sglang_jit.ACTIVATION,
                          optional=("_run_activation_sorted_filtered_inplace",))

@@ -14,6 +14,6 @@ from sglang_shims.patching import PatchContext
 
 
 def apply(ctx: PatchContext) -> None:
-    from sglang_shims.kernels import _sglang_jit
+    from sglang_shims.kernels.standin import sglang_jit
 
-    _sglang_jit.stand_in(ctx, _sglang_jit.ROPE)
+    sglang_jit.stand_in(ctx, sglang_jit.ROPE)

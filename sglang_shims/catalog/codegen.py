@@ -33,7 +33,7 @@ END = "# END GENERATED WATCH TABLE\n"
 WIDTH = 100
 
 PTH_COMMENT = (
-    "# sglang-shims (https://pypi.org/project/sglang-shims): import-time fixes for sglang."
+    "# sglang-shims (https://github.com/sglang-shims/sglang-shims): import-time fixes for sglang."
     " The next line imports nothing; it puts a finder on sys.meta_path that loads"
     " sglang_shims._bootstrap only when one of {roots} is imported."
     " SGLANG_SHIMS=0 turns it off; `pip uninstall sglang-shims` removes this file.\n")

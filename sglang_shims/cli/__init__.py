@@ -14,9 +14,12 @@ import json
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import render as _render
+
+if TYPE_CHECKING:
+    from .survey import PatchView
 
 SCHEMA = 1
 """Version of every ``--json`` document; raised on a change that breaks a reader."""
@@ -64,15 +67,22 @@ def _warnings_text(warnings: list[str]) -> str:
 
 
 def known_patch(text: str) -> str:
-    """argparse ``type=`` for a patch id: a bad one is a usage error listing the known ids."""
+    """argparse ``type=`` for a patch id: a bad one is a usage error that names the nearest
+    known id (a typo, as the toggles' warnings do), else lists the known ids."""
+    import difflib
+
     from .._bootstrap import env
     from ..catalog.load import load
 
     ids = sorted(load(env("SGLANG_SHIMS_PATH")).by_id())
     wanted = text.strip().lower()
-    if wanted not in ids:
-        raise argparse.ArgumentTypeError(f"unknown patch {text!r}; known ids: {', '.join(ids)}")
-    return wanted
+    if wanted in ids:
+        return wanted
+    near = difflib.get_close_matches(wanted, ids, n=1, cutoff=0.75) if len(wanted) < 200 else []
+    if near:
+        raise argparse.ArgumentTypeError(f"unknown patch {text!r}; did you mean {near[0]}? "
+                                         f"(`sglang-shims list` shows all {len(ids)} ids)")
+    raise argparse.ArgumentTypeError(f"unknown patch {text!r}; known ids: {', '.join(ids)}")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -141,9 +151,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     checked = [v for v in result.views if v.judged.state in ("would-apply", "drifted")]
     drifted = [v for v in checked if v.judged.state == "drifted"]
     rows = [(v.manifest.id, "drifted" if v in drifted else "ok",
-             v.judged.reason if v in drifted else "; ".join(v.judged.fingerprints) or "-")
-            for v in checked]
-    skipped = [(v.manifest.id, v.judged.state, v.judged.reason)
+             (v.judged.reason if v in drifted else "; ".join(v.judged.fingerprints) or "-")
+             + _off_note(v)) for v in checked]
+    skipped = [(v.manifest.id, v.judged.state, v.judged.reason + _off_note(v))
                for v in result.views if v not in checked]
     style = _style(args)
     colours = [{}, {"drifted": "red", "ok": "green"}]
@@ -160,11 +170,22 @@ def cmd_check(args: argparse.Namespace) -> int:
              + (f", {len(errors)} not loaded" if errors else ""))
     data = {"checked": [{"id": v.manifest.id, "state": v.judged.state,
                          "fingerprints": v.judged.fingerprints,
-                         "reason": v.judged.reason} for v in checked],
-            "skipped": [{"id": i, "state": s, "reason": r} for i, s, r in skipped],
+                         "reason": v.judged.reason, "enabled": v.enabled} for v in checked],
+            "skipped": [{"id": v.manifest.id, "state": v.judged.state,
+                         "reason": v.judged.reason, "enabled": v.enabled}
+                        for v in result.views if v not in checked],
             "drifted": [v.manifest.id for v in drifted], "not_loaded": dict(errors)}
     _emit(args, data, text)
     return ExitCode.PROBLEM if drifted or errors else ExitCode.OK
+
+
+def _off_note(view: PatchView) -> str:
+    """What ``list`` says of a patch that is off, said where ``check`` judges it anyway
+    (``check`` ignores the toggles), so the two commands agree on why it does not act."""
+    if view.enabled:
+        return ""
+    by = "by default" if view.toggle == "default" else f"by {view.toggle}"
+    return f" (off {by}; checked as if enabled)"
 
 
 def cmd_status(args: argparse.Namespace) -> int:

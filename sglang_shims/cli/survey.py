@@ -67,10 +67,15 @@ class Survey:
     toggles: _toggles.Toggles
     env: Environment
 
-    def warnings(self) -> list[str]:
+    def setting_warnings(self) -> list[str]:
+        """Problems with the settings: the toggle variables and SGLANG_SHIMS_PATH's entries."""
         known = [v.manifest.id for v in self.views] + list(self.catalog.errors)
-        return (self.toggles.problems + self.toggles.unknown(known) + self.catalog.warnings
-                + [f"patch {k} not loaded: {v}" for k, v in self.catalog.errors.items()])
+        return self.toggles.problems + self.toggles.unknown(known) + self.catalog.warnings
+
+    def warnings(self) -> list[str]:
+        """The settings' problems, then each patch folder that could not be loaded."""
+        return self.setting_warnings() + [f"patch {k} not loaded: {v}"
+                                          for k, v in self.catalog.errors.items()]
 
 
 def survey(env: Environment | None = None, ignore_toggles: bool = False) -> Survey:

@@ -40,7 +40,8 @@ class PatchContext:
     def __init__(self, manifest: Manifest, module: ModuleType,
                  versions: dict[str, str | None],
                  claims: dict[tuple[int, str], str] | None = None, *,
-                 gpus: Callable[[], Sequence[tuple[int, int]]] | None = None) -> None:
+                 gpus: Callable[[], Sequence[tuple[int, int]]] | None = None,
+                 cause: str = "") -> None:
         self.manifest = manifest
         self.module = module
         self.versions = versions
@@ -48,8 +49,8 @@ class PatchContext:
         self.notes: list[str] = []
         self.details: dict[str, Any] = {}
         """Structured facts for this patch's report entry (``status()[id]["details"]``)."""
-        self.cause = ""
-        """For a patch that stands in for its target: why the real module cannot serve."""
+        self._cause = cause
+        # The journal: what the engine replays (undo) or lists (changes), never the patch.
         self._undo: list[tuple[str, Callable[[], None]]] = []
         # (id of the object, name) -> patch id, shared by every patch of the process:
         # a second patch touching the same place is refused, never silently chained.
@@ -58,6 +59,12 @@ class PatchContext:
         self._gpus = gpus if gpus is not None else _detected_gpus
 
     # -- facts ------------------------------------------------------------------------
+
+    @property
+    def cause(self) -> str:
+        """For a patch that stands in for its target (``when = "instead"``): why the real
+        module cannot serve, e.g. the first line of the error its import raised."""
+        return self._cause
 
     @property
     def target_missing(self) -> bool:
@@ -180,26 +187,30 @@ class PatchContext:
         """Add a line to this patch's entry in the report."""
         self.notes.append(text)
 
-    # -- journal ----------------------------------------------------------------------
 
-    @property
-    def changes(self) -> list[str]:
-        return [label for label, _ in self._undo]
+# -- the journal, for the engine: functions, not methods, so that a patch's ``ctx`` offers
+# only what a patch may do --------------------------------------------------------------
 
-    def undo(self) -> list[str]:
-        """Undo every recorded change, newest first; returns the errors met, if any."""
-        errors = []
-        while self._undo:
-            label, step = self._undo.pop()
-            try:
-                step()
-            except Exception as exc:  # keep undoing the rest
-                errors.append(f"{label}: {type(exc).__name__}: {exc}")
-        for key in self._mine:
-            if self._claims.get(key) == self.manifest.id:
-                del self._claims[key]
-        self._mine.clear()
-        return errors
+def changes(ctx: PatchContext) -> list[str]:
+    """What ``ctx`` changed, oldest first, one label each (the report's ``changes``)."""
+    return [label for label, _ in ctx._undo]
+
+
+def undo(ctx: PatchContext) -> list[str]:
+    """Undo every change ``ctx`` recorded, newest first, and release its claims; returns
+    the errors met, if any."""
+    errors = []
+    while ctx._undo:
+        label, step = ctx._undo.pop()
+        try:
+            step()
+        except Exception as exc:  # keep undoing the rest
+            errors.append(f"{label}: {type(exc).__name__}: {exc}")
+    for key in ctx._mine:
+        if ctx._claims.get(key) == ctx.manifest.id:
+            del ctx._claims[key]
+    ctx._mine.clear()
+    return errors
 
 
 def where_in_patch(exc: BaseException, manifest: Manifest) -> str:
@@ -218,6 +229,16 @@ def where_in_patch(exc: BaseException, manifest: Manifest) -> str:
         if filename.startswith(inside):
             found = f"{manifest.folder.name}/{filename[len(inside):]}:{line}: "
     return found
+
+
+def interrupted(exc: BaseException, manifest: Manifest, during: str,
+                rolled_back: bool = True) -> str:
+    """The reason recorded for a patch stopped by Ctrl-C or ``sys.exit`` while ``during``:
+    a program interrupted because it hung learns which patch was running, and where (the
+    engine's warning says it, and the traceback that follows passes through the line)."""
+    return (f"interrupted by {type(exc).__name__} while {during}"
+            f" ({where_in_patch(exc, manifest).rstrip(': ') or manifest.id})"
+            + ("; rolled back" if rolled_back else ""))
 
 
 @functools.cache

@@ -12,14 +12,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Final, Literal
 
 from ..catalog.manifest import Manifest
 from . import gates as _gates
 from . import source as _source
+from .record import State
 
-# Marker attribute that proxies and patch wrappers carry; a name bound to one of
-# them was put there by us and does not count as "exported".
-SHIM_MARK = "patch_id"
+PROXY_MARK: Final = "_sglang_shims_proxy"
+"""Class attribute (``True``) of :class:`~sglang_shims.engine.proxy.OptionalSymbol`: a name
+bound to one was put there by us and does not count as "exported".  Named here, not
+imported: judging must not load the proxy code."""
+
+WOULD_APPLY: Final = "would-apply"
+"""The verdict on a patch that passed every step.  Not a :class:`State`: no record holds
+it, since the engine then applies the patch and records what happened."""
 
 
 class Assessment:
@@ -28,8 +35,8 @@ class Assessment:
 
     __slots__ = ("fingerprints", "gates", "reason", "retire", "state")
 
-    def __init__(self, state: str, reason: str, gates: list[str] | None = None,
-                 retire: list[str] | None = None,
+    def __init__(self, state: State | Literal["would-apply"], reason: str,
+                 gates: list[str] | None = None, retire: list[str] | None = None,
                  fingerprints: list[str] | None = None) -> None:
         self.state = state
         self.reason = reason
@@ -46,7 +53,8 @@ def _exported_live(module: ModuleType, name: str) -> bool:
     value = vars(module).get(name)
     if value is None and name not in vars(module):
         return False
-    return not (type(value).__name__ == "OptionalSymbol" and hasattr(value, SHIM_MARK))
+    # asked of the class: an instance's own __getattr__ is code we must not run here
+    return getattr(type(value), PROXY_MARK, False) is not True
 
 
 def exported(symbol: str, live: ModuleType | None = None,
@@ -107,25 +115,25 @@ def assess(manifest: Manifest, env: _gates.Environment, enabled: bool = True,
     makes every source lookup read those folders only (an unpacked release).
     """
     if not enabled:
-        return Assessment("disabled", f"disabled by {toggle}")
+        return Assessment(State.DISABLED, f"disabled by {toggle}")
     ok, gate_lines, failure = _gates.evaluate(manifest, env)
-    result = Assessment("would-apply", "", gates=gate_lines)
+    result = Assessment(WOULD_APPLY, "", gates=gate_lines)
     if not ok:
-        result.state, result.reason = "not-applicable", failure
+        result.state, result.reason = State.NOT_APPLICABLE, failure
         return result
     if (live is None and manifest.when != "instead"
             and _source.locate(manifest.target, search_path) is None):
-        result.state = "not-applicable"
+        result.state = State.NOT_APPLICABLE
         result.reason = f"target module {manifest.target} is not installed (no source found)"
         return result
     is_retired, result.retire = retired(manifest, env, live, search_path)
     if is_retired:
-        result.state = "retired"
+        result.state = State.RETIRED
         result.reason = f"{manifest.retire.description} ({'; '.join(result.retire)})"
         return result
     fp_ok, result.fingerprints, mismatch = _source.check_all(manifest.fingerprints, search_path)
     if not fp_ok:
-        result.state = "drifted"
+        result.state = State.DRIFTED
         result.reason = f"target changed, left stock: {mismatch}"
         return result
     result.reason = "; ".join(gate_lines) or "no version gates"

@@ -30,6 +30,10 @@ log = logging.getLogger("sglang_shims")
 class OptionalSymbol:
     """A callable placeholder for ``module.name``; see the module docstring."""
 
+    _sglang_shims_proxy = True
+    """The mark :data:`sglang_shims.engine.judge.PROXY_MARK` looks for: a name bound to a
+    proxy is not one its module exports."""
+
     def __init__(self, module: str, name: str, patch_id: str,
                  explain: Callable[[], str], substitute: str | None = None) -> None:
         # A class per proxy, so that resolving can install the target as its __call__.

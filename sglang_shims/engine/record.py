@@ -34,7 +34,6 @@ class State(str, enum.Enum):
         return self.value
 
 
-STATES = tuple(state.value for state in State)
 SCHEMA = 1
 
 
@@ -52,7 +51,7 @@ class Record:
                           "source", "late", "changes", "notes", "gates", "proxies", "details",
                           "at", "judge_ms")
     id: str
-    state: str
+    state: State
     reason: str
     summary: str
     target: str
@@ -68,7 +67,7 @@ class Record:
     at: float
     judge_ms: float
 
-    def __init__(self, id: str, state: str, reason: str, summary: str = "", target: str = "",
+    def __init__(self, id: str, state: State, reason: str, summary: str = "", target: str = "",
                  when: str = "after", policy: str = "optional", source: str = "builtin",
                  late: bool = False, changes: list[str] | None = None,
                  notes: list[str] | None = None, gates: list[str] | None = None,
@@ -102,7 +101,7 @@ class Record:
         import copy
 
         out = {f: copy.deepcopy(getattr(self, f)) for f in self.FIELDS if f != "id"}
-        out["state"] = State(self.state).value
+        out["state"] = self.state.value
         return out
 
 
@@ -150,8 +149,25 @@ def helper() -> str:
         return ""
     argv = getattr(sys, "orig_argv", [])
     code = argv[argv.index("-c") + 1] if "-c" in argv[:-1] else ""
-    return next((what for start, what in HELPERS.items() if code.lstrip().startswith(start)),
+    what = next((what for start, what in HELPERS.items() if code.lstrip().startswith(start)),
                 "")
+    if what and _started_by_multiprocessing():
+        # a worker the fork server forked before any patch ran in the server: it keeps the
+        # server's command line, but multiprocessing has made it a process of its own
+        return ""
+    return what
+
+
+def _started_by_multiprocessing() -> bool:
+    """Whether multiprocessing runs this process as one of its ``Process`` objects (a pool
+    worker), as opposed to the helper it starts itself (``MainProcess`` there)."""
+    process = sys.modules.get("multiprocessing.process")
+    if process is None:
+        return False
+    try:
+        return bool(process.current_process().name != "MainProcess")
+    except Exception:
+        return False
 
 
 def note_fork(parent: int, inherited: bool) -> None:
@@ -227,15 +243,15 @@ def write(directory: str | Path, data: dict[str, Any]) -> Path:
 
 def summary(records: dict[str, Record]) -> str:
     """One line: counts per state, with the ids for everything but pending/disabled."""
-    groups: dict[str, list[str]] = {}
+    groups: dict[State, list[str]] = {}
     for record in records.values():
         groups.setdefault(record.state, []).append(record.id)
     parts = []
-    for state in STATES:
+    for state in State:
         ids = groups.get(state)
         if not ids:
             continue
-        if state in ("pending", "disabled", "not-applicable"):
+        if state in (State.PENDING, State.DISABLED, State.NOT_APPLICABLE):
             parts.append(f"{len(ids)} {state}")
         else:
             parts.append(f"{len(ids)} {state} ({', '.join(sorted(ids))})")

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from .._bootstrap import FINDER_MARK
 from ..catalog.manifest import Fingerprint
 
 
@@ -57,8 +58,8 @@ def locate(module: str, search_path: list[Path] | None = None) -> Path | None:
         return Path(origin)
     spec = None
     for finder in list(sys.meta_path):
-        if type(finder).__name__ in ("Watcher", "Complainer"):
-            continue
+        if getattr(type(finder), FINDER_MARK, False):
+            continue  # ours: they only wrap, or complain about, what the others find
         find = getattr(finder, "find_spec", None)
         if find is None:
             continue
@@ -253,6 +254,10 @@ def check_all(fps: tuple[Fingerprint, ...], search_path: list[Path] | None = Non
     for fp in fps:
         module, src = read_first(fp.modules, search_path)
         good, detail = check(fp.with_module(module), src)
+        if src is None and all(locate(m, search_path) is None for m in fp.modules):
+            # not changed: gone (a partial install, or a release that dropped the file)
+            detail = (f"{' / '.join(fp.modules)} {'is' if len(fp.modules) == 1 else 'are'}"
+                      " not installed here (no source file found)")
         details.append(detail)
         if not good and not failure:
             failure = detail

@@ -21,6 +21,17 @@ when ``import triton`` fails.
 Nothing heavy is imported here: torch and the op modules load on first attribute
 access, and Triton only when a kernel first runs.
 
+The package by concern (each subpackage's ``__init__`` says more):
+
+* ``ops/<family>/`` -- the ops: wrappers, Triton kernels and launch rules, one family each;
+* ``runtime.py`` and ``compile_lock.py`` -- what the families share: the backend choice,
+  shape helpers, one compile at a time across processes;
+* ``standin/`` -- what patches use to stand in for sgl_kernel and sglang's JIT kernels;
+* ``surface/`` -- facts read from the published wheels (export surfaces, the names each
+  sglang release imports, the MoE/FP8 ops it calls): the only reader of ``surface/data``;
+* ``serving/`` -- plans built on those facts: who serves each name, which ops a model
+  reaches, the verdict for the model a server loads.
+
 * :data:`OPS` -- ``{sgl_kernel function name: our implementation}``.
 * :func:`register_torch_ops` -- the same ops as ``torch.ops.sgl_kernel.*`` under
   sgl-kernel's op schemas, for code that calls them through the dispatcher.
@@ -57,31 +68,31 @@ __all__ = [
     "topk_softmax",
 ]
 
-# Public name -> the private module that defines it.
+# Public name -> the module that defines it.
 _WHERE: dict[str, str] = {
-    "rmsnorm": "_norm",
-    "fused_add_rmsnorm": "_norm",
-    "gemma_rmsnorm": "_norm",
-    "gemma_fused_add_rmsnorm": "_norm",
-    "silu_and_mul": "_activation",
-    "gelu_and_mul": "_activation",
-    "gelu_tanh_and_mul": "_activation",
-    "apply_rope_with_cos_sin_cache_inplace": "_rope",
-    "topk_softmax": "_moe",
-    "moe_align_block_size": "_moe_align",
-    "moe_sum": "_moe_align",
-    "moe_sum_reduce": "_moe_align",
-    "sgl_per_token_group_quant_fp8": "_fp8",
-    "sgl_per_token_group_quant_8bit": "_fp8",
-    "sgl_per_token_quant_fp8": "_fp8",
-    "sgl_per_tensor_quant_fp8": "_fp8",
-    "fp8_scaled_mm": "_fp8_gemm",
-    "fp8_blockwise_scaled_mm": "_fp8_gemm",
-    "moe_fused_gate": "_moe_gate",
+    "rmsnorm": "ops.norm",
+    "fused_add_rmsnorm": "ops.norm",
+    "gemma_rmsnorm": "ops.norm",
+    "gemma_fused_add_rmsnorm": "ops.norm",
+    "silu_and_mul": "ops.activation",
+    "gelu_and_mul": "ops.activation",
+    "gelu_tanh_and_mul": "ops.activation",
+    "apply_rope_with_cos_sin_cache_inplace": "ops.rope",
+    "topk_softmax": "ops.moe_topk",
+    "moe_align_block_size": "ops.moe_align",
+    "moe_sum": "ops.moe_align",
+    "moe_sum_reduce": "ops.moe_align",
+    "sgl_per_token_group_quant_fp8": "ops.fp8_quant",
+    "sgl_per_token_group_quant_8bit": "ops.fp8_quant",
+    "sgl_per_token_quant_fp8": "ops.fp8_quant",
+    "sgl_per_tensor_quant_fp8": "ops.fp8_quant",
+    "fp8_scaled_mm": "ops.fp8_gemm",
+    "fp8_blockwise_scaled_mm": "ops.fp8_gemm",
+    "moe_fused_gate": "ops.moe_gate",
 }
 _EXTRA: dict[str, str] = {
-    "FusedSetKVBufferArg": "_rope",
-    "register_torch_ops": "_torch_ops",
+    "FusedSetKVBufferArg": "ops.rope",
+    "register_torch_ops": "standin.torch_ops",
 }
 
 
@@ -101,6 +112,9 @@ class _LazyOps(Mapping[str, Callable[..., Any]]):
 
     def __len__(self) -> int:
         return len(_WHERE)
+
+    def __contains__(self, name: object) -> bool:
+        return name in _WHERE  # a name test imports nothing
 
     def __repr__(self) -> str:
         return f"OPS({sorted(_WHERE)})"

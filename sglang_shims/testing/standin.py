@@ -3,7 +3,7 @@
 Real sgl-kernel wheels are 280-540 MB, need a GPU and one exact torch.  For tests
 of import-time behaviour what matters is the *export surface*: which names
 ``sgl_kernel/__init__.py`` and its submodules bind in a given version.  That surface,
-read from every published version, is in ``data/sgl_kernel_exports.json``; this
+read from every published version, is :mod:`sglang_shims.kernels.surface.exports`; this
 module writes a package with exactly those names, each a stub that raises when
 called, plus a ``.dist-info`` so that ``importlib.metadata`` sees the right
 distribution (``sgl-kernel`` up to 0.3.x, ``sglang-kernel`` from 0.4.0).
@@ -11,24 +11,15 @@ distribution (``sgl-kernel`` up to 0.3.x, ``sglang-kernel`` from 0.4.0).
 
 from __future__ import annotations
 
-import json
 import re
-from functools import cache
 from pathlib import Path
-from typing import Any
 
-from ..kernels._provider import _NOT_EXPORTS, DATA
-
-
-@cache
-def exports_data() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))["versions"]
-    return data
+from ..kernels.surface.exports import NOT_EXPORTS, surfaces
 
 
 def versions() -> list[str]:
     """Every kernel version the data knows, in publication order."""
-    return list(exports_data())
+    return list(surfaces())
 
 
 def dist_name(version: str) -> str:
@@ -41,7 +32,7 @@ def dist_name(version: str) -> str:
 def surface(version: str) -> tuple[list[str], dict[str, list[str]]]:
     """(top-level exports, {submodule: names}) of one published version."""
     try:
-        entry = exports_data()[version]
+        entry = surfaces()[version]
     except KeyError:
         raise ValueError(f"no export data for sgl-kernel {version}; known: "
                          f"{', '.join(versions())}") from None
@@ -69,14 +60,14 @@ class _StubClass:
 '''
 
 # The stand-in's scalar_type is the fallback provider's own module, copied in.
-_SCALAR_TYPE = (Path(__file__).resolve().parent.parent / "kernels" / "_scalar_type.py"
+_SCALAR_TYPE = (Path(__file__).resolve().parents[1] / "kernels" / "standin" / "scalar_type.py"
                 ).read_text(encoding="utf-8")
 
 
 def _body(names: list[str], version: str, suffix: str) -> str:
     lines = [_STUB_HEADER.format(version=version, suffix=suffix)]
     for name in names:
-        if name in _NOT_EXPORTS or name.startswith("*") or not name.isidentifier():
+        if name in NOT_EXPORTS or name.startswith("*") or not name.isidentifier():
             continue
         if name == "__version__":
             lines.append(f"__version__ = {version!r}\n")
@@ -142,7 +133,7 @@ def build(version: str, dest: Path, *, name: str | None = None,
     init += "common_ops = _StubClass()\n" if "common_ops" not in exports else ""
     op_names = sorted({n for n in [*exports, *torch_ops]
                        if n.isidentifier() and not n.startswith("_") and n[0].islower()
-                       and n not in _NOT_EXPORTS} | set(torch_ops))
+                       and n not in NOT_EXPORTS} | set(torch_ops))
     init += f"_OP_NAMES = {op_names!r}\n" + _TORCH_OPS
     write("sgl_kernel/__init__.py", init)
     for sub, names in sorted(submodules.items()):

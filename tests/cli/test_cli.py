@@ -292,3 +292,41 @@ def test_doctor_findings_are_wrapped_never_cut() -> None:
     assert all(len(line) <= 60 for line in lines)
     fix = " ".join(" ".join(lines).split()).split("fix: ", 1)[1]
     assert fix == " ".join(remedy.split())
+
+
+def test_list_and_check_agree_on_why_a_default_off_patch_does_not_act(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``list`` says it is off by default; ``check`` judges it anyway (toggles ignored) and
+    says so, instead of a bare state that reads as if the patch were on and inapplicable."""
+    from sglang_shims.cli import main
+
+    monkeypatch.setenv("COLUMNS", "250")
+    for name in ("SGLANG_SHIMS", "SGLANG_SHIMS_ENABLE", "SGLANG_SHIMS_DISABLE"):
+        monkeypatch.delenv(name, raising=False)
+    off = "gemma-norm-fp32-plus-one"
+    main(["list"])
+    [row] = [r for r in capsys.readouterr().out.splitlines() if r.startswith(off)]
+    assert "disabled by default" in row
+    main(["check"])
+    [row] = [r for r in capsys.readouterr().out.splitlines() if r.startswith(off)]
+    assert "(off by default; checked as if enabled)" in row
+    main(["check", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    entry = next(e for e in data["checked"] + data["skipped"] if e["id"] == off)
+    assert entry["enabled"] is False and "checked as if" not in entry["reason"]
+    monkeypatch.setenv("SGLANG_SHIMS_ENABLE", off)
+    main(["check"])
+    [row] = [r for r in capsys.readouterr().out.splitlines() if r.startswith(off)]
+    assert "checked as if enabled" not in row
+
+
+def test_a_mistyped_patch_id_gets_the_nearest_one(capsys: pytest.CaptureFixture[str]) -> None:
+    from sglang_shims.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["explain", "sgl-kernel-fused-marlin"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert ("unknown patch 'sgl-kernel-fused-marlin'; did you mean sgl-kernel-fused-marlin-moe?"
+            in err)
+    assert "known ids:" not in err and "`sglang-shims list` shows all" in err

@@ -51,9 +51,14 @@ def _runs_at_import(tree: ast.Module) -> list[ast.stmt]:
 
 
 def _every_statement(tree: ast.Module) -> list[ast.stmt]:
-    """Every statement of a module, function bodies included: an import a function runs
-    later is still a dependency of the design."""
-    return [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
+    """Every statement of a module that can run, function bodies included: an import a
+    function runs later is still a dependency of the design.  What sits under
+    ``if TYPE_CHECKING`` never runs (a type named in an annotation couples nothing)."""
+    skipped = {id(n) for node in ast.walk(tree)
+               if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+               for stmt in node.body for n in ast.walk(stmt)}
+    return [node for node in ast.walk(tree)
+            if isinstance(node, ast.stmt) and id(node) not in skipped]
 
 
 def import_graph(read: Callable[[ast.Module], list[ast.stmt]] = _runs_at_import,
@@ -106,7 +111,8 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_import_cycles() -> None:
     graph = import_graph()
-    assert graph["sglang_shims.engine"] >= {"sglang_shims._bootstrap", "sglang_shims._toggles"}
+    assert graph["sglang_shims.engine.process"] >= {"sglang_shims._bootstrap",
+                                                    "sglang_shims._toggles"}
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
@@ -139,6 +145,61 @@ def test_the_cycle_check_sees_a_cycle(tmp_path: Path) -> None:
     assert "sglang_shims._versions" not in graph["sglang_shims._bootstrap"]
     assert "sglang_shims._versions" in graph["sglang_shims.engine.gates"]
     assert graph["sglang_shims"] == set()  # the package imports nothing at module level
+    assert graph["sglang_shims.engine"] == set()  # names only, looked up on first use
+
+
+ENGINE_MODULES = sorted(_module_name(p) for p in (PACKAGE / "engine").glob("*.py"))
+
+
+def test_importing_the_engine_has_no_side_effect() -> None:
+    """Importing every engine module registers no fork or exit hook, adds no log handler
+    and puts no finder on sys.meta_path; building the process's engine (get()) does."""
+    out = run_python(f"""
+        import atexit, json, logging, os, sys
+        hooks = []
+        # the module of each hook: the stdlib registers its own (random, on import)
+        os.register_at_fork = lambda **kwargs: hooks.extend(
+            f"fork {{key}} {{hook.__module__}}" for key, hook in kwargs.items())
+        atexit.register = lambda hook, *args, **kwargs: hooks.append(
+            f"atexit {{hook.__module__}}")
+        finders = list(sys.meta_path)
+        for name in {ENGINE_MODULES!r}:
+            __import__(name)
+        ours = lambda: [h for h in hooks if "sglang_shims" in h]
+        seen = [ours(), sys.meta_path == finders, len(logging.getLogger("sglang_shims").handlers)]
+        from sglang_shims.engine import get
+        get()
+        print(json.dumps([seen, ours()]))
+    """, activate=False)
+    assert out.json() == [[[], True, 0], ["atexit sglang_shims.engine.process",
+                                          "fork after_in_child sglang_shims.engine.process"]
+                          ], out.stderr
+    assert len(ENGINE_MODULES) >= 12 and "sglang_shims.engine.process" in ENGINE_MODULES
+
+
+def test_the_doctor_s_gates_load_nothing_else() -> None:
+    """``engine.gates`` (which the doctor imports) loads only the package, the engine's
+    names and the PEP 440 reader it uses: not the engine it sits beside."""
+    out = run_python("""
+        import json, sys
+        import sglang_shims.engine.gates
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith("sglang_shims"))))
+    """, activate=False)
+    assert out.json() == ["sglang_shims", "sglang_shims._versions", "sglang_shims.engine",
+                          "sglang_shims.engine.gates"], out.stderr
+
+
+def test_the_engine_names_states_by_their_members() -> None:
+    """Inside the engine a state is a ``State`` member; its string is written only where a
+    record becomes plain data (``record.py``: the report and ``status()``)."""
+    from sglang_shims.engine.record import State
+
+    values = {state.value for state in State}
+    found = [f"{path.name}:{node.lineno} {node.value!r}"
+             for path in sorted((PACKAGE / "engine").glob("*.py")) if path.name != "record.py"
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Constant) and node.value in values]
+    assert found == []
 
 
 def test_start_up_modules_import_only_sys_and_os() -> None:

@@ -3,7 +3,7 @@
 Three layers, each against something the patch did not compute:
 
 * the committed import data equals a fresh ast walk of real sglang wheels (a sample
-  spread over every minor series; ``python -m sglang_shims.kernels.symbols`` rebuilds
+  spread over every minor series; ``python tools/regen_kernel_symbols.py`` rebuilds
   all of them);
 * over every (sglang release, kernel version) pair of the data, the names the patch
   supplies on a module with exactly that kernel's export surface are the names the
@@ -26,14 +26,17 @@ import pytest
 from packaging.version import Version
 
 from sglang_shims.catalog.manifest import load_text
+from sglang_shims.engine import journal
 from sglang_shims.engine.journal import PatchContext, Retired
-from sglang_shims.kernels import symbols
+from sglang_shims.kernels.surface import symbols
 from sglang_shims.testing import standin, wheels
 
 from ..support.programs import program
 from ..support.run import REPO, run_python
+from ..support.scripts import load_script
 
 PATCH = REPO / "patches" / "sgl-kernel-missing-symbols"
+SCAN = load_script("tools/regen_kernel_symbols.py", "regen_kernel_symbols")
 SAMPLE = ["0.4.2", "0.4.3.post2", "0.4.6", "0.4.9.post3", "0.5.1", "0.5.5", "0.5.9", "0.5.10",
           "0.5.16", "0.5.23"]
 
@@ -71,7 +74,7 @@ def _pin_filter(scanned: dict[str, Any]) -> dict[str, str]:
 @pytest.mark.wheels
 @pytest.mark.parametrize("version", SAMPLE)
 def test_data_matches_the_wheel(version: str) -> None:
-    scanned = symbols.scan_wheel(wheels.fetch("sglang", version))
+    scanned = SCAN.scan_wheel(wheels.fetch("sglang", version))
     assert symbols.pinned(version) == scanned["pin"]
     assert symbols.needed(version) is not None
     assert set(symbols.needed(version) or ()) == set(_pin_filter(scanned))
@@ -89,7 +92,7 @@ def test_guard_rules() -> None:
         "from sgl_kernel.elementwise import sub\n"
         "import sgl_kernel.kvcacheio\n"
         "try:\n    import sgl_kernel.allreduce\nexcept ImportError:\n    pass\n")
-    plain, guarded = symbols.imports_of(source)
+    plain, guarded = SCAN.imports_of(source)
     assert plain == {"a", "b", "under_if", "in_class", "unguarded_try", "elementwise.sub",
                      "kvcacheio.*"}
     assert guarded == {"guarded", "probed", "allreduce.*"}
@@ -105,7 +108,7 @@ def _expected(version: str, scanned: dict[str, str], kernel: str) -> set[str]:
 def test_every_kernel_pair(version: str) -> None:
     """Each kernel of the data against this sglang: the supplied names, exactly."""
     patch = _patch()
-    found = symbols.scan_wheel(wheels.fetch("sglang", version))
+    found = SCAN.scan_wheel(wheels.fetch("sglang", version))
     scanned = _pin_filter(found)
     pin = found["pin"].partition("==")[2]
     if pin:
@@ -160,7 +163,7 @@ def test_apply_supplies_and_explains() -> None:
                  "sglang 0.4.6 imports it", "0.0.4.post3-0.4.6.post1",
                  "pip install 'sgl-kernel==0.0.9.post2'"):
         assert fact in text, (fact, text)
-    ctx.undo()
+    journal.undo(ctx)
     assert not hasattr(module, "awq_dequantize")
 
 
@@ -252,7 +255,7 @@ def test_a_name_imported_guarded_and_unguarded(monkeypatch: pytest.MonkeyPatch) 
     # a name no one supplies is still missing for everybody
     with pytest.raises(AttributeError):
         module.no_such_kernel_name  # noqa: B018
-    ctx.undo()
+    journal.undo(ctx)
     assert "__getattr__" not in vars(module)
 
 

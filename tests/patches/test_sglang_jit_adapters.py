@@ -1,4 +1,4 @@
-"""The stand-ins for sglang's own JIT kernels (``sglang_shims.kernels._sglang_jit``) against
+"""The stand-ins for sglang's own JIT kernels (``sglang_shims.kernels.standin.sglang_jit``) against
 float64 math written here, on the calls sglang 0.5.10-0.5.23 make.
 
 What the CUDA kernels do was read from the wheels (``elementwise/rope.cuh``,
@@ -23,12 +23,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from sglang_shims.kernels import _sglang_jit  # noqa: E402
+from sglang_shims.kernels.standin import sglang_jit  # noqa: E402
 
 from .._triton import load_triton, select_backend  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
-NO_TRITON = load_triton(("_rope_kernels", "_activation_kernels"), HAS_CUDA)
+NO_TRITON = load_triton(("ops.rope.triton", "ops.activation.triton"), HAS_CUDA)
 BACKENDS = ["torch", pytest.param("triton", marks=pytest.mark.skipif(bool(NO_TRITON),
                                                                      reason=NO_TRITON))]
 
@@ -81,7 +81,7 @@ def test_apply_rope_on_the_slice_sglang_passes(device: str, neox: bool,
     k = qkv[:, hq * head:(hq + hk) * head].view(tokens, hk, head)[..., :rot]
     cache = cos_sin(64, rot)
     pos = torch.tensor([0, 3, 9, 63, 1, 17, 40], dtype=torch.int32)
-    _sglang_jit.apply_rope(q, k, cache.float().to(device), pos.to(device), is_neox=neox)
+    sglang_jit.apply_rope(q, k, cache.float().to(device), pos.to(device), is_neox=neox)
     got = qkv.cpu().double()
     ref = before.cpu().double()
     want_q = rotated(before[:, :hq * head].view(tokens, hq, head).cpu(), cache, pos, neox)
@@ -109,7 +109,7 @@ def test_apply_rope_fused_store_into_2d_caches(device: str) -> None:
     cache = cos_sin(32, head)
     want_q, want_k = (rotated(t.cpu(), cache, pos, True) for t in (q, k))
     args = types.SimpleNamespace(value=v, k_buffer=kc, v_buffer=vc, cache_loc=loc.to(device))
-    _sglang_jit.apply_rope(q, k, cache.float().to(device), pos.to(device), is_neox=True,
+    sglang_jit.apply_rope(q, k, cache.float().to(device), pos.to(device), is_neox=True,
                            fused_args=args)
     assert torch.allclose(q.cpu().double(), want_q, atol=1e-5)
     assert torch.allclose(k.cpu().double(), want_k, atol=1e-5)
@@ -124,16 +124,16 @@ def test_apply_rope_rejects_what_the_cuda_kernel_rejects() -> None:
     q, k = torch.zeros(2, 4, 64), torch.zeros(2, 2, 64)
     cache, pos = torch.zeros(8, 64), torch.zeros(2, dtype=torch.int64)
     with pytest.raises(ValueError, match="rope_dim"):
-        _sglang_jit.apply_rope(q, k, cache, pos, is_neox=True, rope_dim=32)
+        sglang_jit.apply_rope(q, k, cache, pos, is_neox=True, rope_dim=32)
     with pytest.raises(ValueError, match=r"\[tokens, heads, 32\]"):
-        _sglang_jit.apply_rope(q, k, torch.zeros(8, 32), pos, is_neox=True)
+        sglang_jit.apply_rope(q, k, torch.zeros(8, 32), pos, is_neox=True)
     with pytest.raises(ValueError, match="float32"):
-        _sglang_jit.apply_rope(q, k, cache.bfloat16(), pos, is_neox=True)
+        sglang_jit.apply_rope(q, k, cache.bfloat16(), pos, is_neox=True)
     full = torch.zeros(2, 4, 128)
     args = types.SimpleNamespace(value=torch.zeros(2, 128), k_buffer=torch.zeros(4, 128),
                                  v_buffer=torch.zeros(4, 128), cache_loc=pos)
     with pytest.raises(ValueError, match="whole heads"):
-        _sglang_jit.apply_rope(full[..., :64], torch.zeros(2, 2, 128)[..., :64], cache, pos,
+        sglang_jit.apply_rope(full[..., :64], torch.zeros(2, 2, 128)[..., :64], cache, pos,
                                is_neox=True, fused_args=args)
 
 
@@ -153,7 +153,7 @@ def test_rotary_embedding_odd_head_size(device: str, with_key: bool,
     want_q = rotated(query.view(tokens, hq, head).cpu(), cache, pos, True)
     want_k = None if key is None else rotated(key.view(tokens, hk, head).cpu(), cache, pos,
                                               True)
-    out = _sglang_jit.rotary_embedding(pos.to(device), query, key, head, cache.to(device), True)
+    out = sglang_jit.rotary_embedding(pos.to(device), query, key, head, cache.to(device), True)
     assert out[0] is query and out[1] is key
     tol = TOL[dtype]
     assert torch.allclose(query.cpu().double().view(tokens, hq, head), want_q, atol=tol,
@@ -181,10 +181,10 @@ def test_run_activation(device: str, op: str) -> None:
     g = torch.Generator().manual_seed(4)
     x = torch.randn(2, 3, 64, generator=g).to(device)
     out = torch.empty(2, 3, 32, device=device)
-    _sglang_jit.run_activation(op, x, out)
+    sglang_jit.run_activation(op, x, out)
     assert torch.allclose(out.cpu().double(), gated(x.cpu(), op), atol=1e-5)
     with pytest.raises(ValueError, match="relu"):
-        _sglang_jit.run_activation("relu", x, out)
+        sglang_jit.run_activation("relu", x, out)
 
 
 def test_run_activation_filtered_leaves_unrouted_rows(device: str) -> None:
@@ -193,7 +193,7 @@ def test_run_activation_filtered_leaves_unrouted_rows(device: str) -> None:
     x = torch.randn(6, 32, generator=g).to(device)
     out = torch.full((6, 16), 3.0, device=device)
     expert_ids = torch.tensor([0, -1, 2], dtype=torch.int32, device=device)
-    _sglang_jit.run_activation_filtered("silu", x, out, expert_ids, 2)
+    sglang_jit.run_activation_filtered("silu", x, out, expert_ids, 2)
     want = gated(x.cpu(), "silu")
     got = out.cpu().double()
     assert torch.allclose(got[[0, 1, 4, 5]], want[[0, 1, 4, 5]], atol=1e-5)
@@ -217,11 +217,11 @@ def test_replacements_bind_by_parameters_only() -> None:
 
     mod = types.ModuleType("fake_rope")
     mod.apply_rope_with_cos_sin_cache_inplace = apply_rope_with_cos_sin_cache_inplace  # type: ignore[attr-defined]
-    got = _sglang_jit.replacements(mod, _sglang_jit.ROPE, optional=("rotary_embedding",))
-    assert got == {"apply_rope_with_cos_sin_cache_inplace": _sglang_jit.apply_rope}
+    got = sglang_jit.replacements(mod, sglang_jit.ROPE, optional=("rotary_embedding",))
+    assert got == {"apply_rope_with_cos_sin_cache_inplace": sglang_jit.apply_rope}
     mod.rotary_embedding = rotary_embedding  # type: ignore[attr-defined]
-    got = _sglang_jit.replacements(mod, _sglang_jit.ROPE)
-    assert got["rotary_embedding"] is _sglang_jit.rotary_embedding
+    got = sglang_jit.replacements(mod, sglang_jit.ROPE)
+    assert got["rotary_embedding"] is sglang_jit.rotary_embedding
     mod.apply_rope_with_cos_sin_cache_inplace = changed  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match="no stand-in takes"):
-        _sglang_jit.replacements(mod, _sglang_jit.ROPE)
+        sglang_jit.replacements(mod, sglang_jit.ROPE)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sglang_shims import _bootstrap
 from sglang_shims.catalog.manifest import Fingerprint
 from sglang_shims.engine import source as _source
 
@@ -137,17 +138,57 @@ def test_locate_through_other_meta_path_finder(tmp_path: Path) -> None:
     assert result.stdout.strip() == str(tmp_path / "hidden/edpkg/sub/mod.py"), result.stderr
 
 
+def test_locate_skips_our_finders_by_their_mark(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our own finders carry a mark and are not asked where a module lives; someone else's
+    finder that happens to share a class name with one of ours is asked."""
+    import importlib.util
+
+    write_package(tmp_path, {"markpkg/__init__.py": ""})
+    asked: list[str] = []
+
+    class Ours:
+        def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+            asked.append(name)
+
+    setattr(Ours, _bootstrap.FINDER_MARK, True)
+
+    class Watcher:
+        def find_spec(self, name: str, path: object = None,
+                      target: object = None) -> importlib.machinery.ModuleSpec | None:
+            return importlib.util.spec_from_file_location(
+                name, tmp_path / "markpkg/__init__.py",
+                submodule_search_locations=[str(tmp_path / "markpkg")])
+
+    monkeypatch.setattr(sys, "meta_path", [Ours(), Watcher(), *sys.meta_path])
+    assert _source.locate("markpkg") == tmp_path / "markpkg/__init__.py" and asked == []
+    _bootstrap._complain_later("a test")  # puts its complainer first on sys.meta_path
+    assert getattr(type(sys.meta_path[0]), _bootstrap.FINDER_MARK) is True
+    assert getattr(_bootstrap.Watcher, _bootstrap.FINDER_MARK) is True
+
+
 def test_loaded_module_uses_its_file() -> None:
     assert _source.locate("textwrap") == Path(sys.modules["textwrap"].__file__ or "")
 
 
-def test_check_all_names_the_unreadable_module(tmp_path: Path) -> None:
-    """No alternative readable: the fingerprint fails, naming the first alternative."""
+def test_check_all_names_the_missing_modules(tmp_path: Path) -> None:
+    """No alternative installed: the fingerprint fails, saying the modules are missing (a
+    partial install), not that they changed."""
     fp = Fingerprint("gone_a | gone_b", anchors=("x",))
     assert fp.modules == ("gone_a", "gone_b")
     ok, details, failure = _source.check_all((fp,), [tmp_path])
-    assert (ok, details, failure) == (False, ["cannot read the source of gone_a"],
-                                      "cannot read the source of gone_a")
+    missing = "gone_a / gone_b are not installed here (no source file found)"
+    assert (ok, details, failure) == (False, [missing], missing)
+    one = Fingerprint("gone_a", anchors=("x",))
+    assert _source.check_all((one,), [tmp_path])[2] == (
+        "gone_a is not installed here (no source file found)")
+
+
+def test_check_all_says_when_a_source_exists_but_cannot_be_read(tmp_path: Path) -> None:
+    (tmp_path / "binary_mod.py").write_bytes(b"\xff\xfe\x00 not utf-8")
+    ok, _details, failure = _source.check_all((Fingerprint("binary_mod", anchors=("x",)),),
+                                              [tmp_path])
+    assert not ok and failure == "cannot read the source of binary_mod"
 
 
 @pytest.mark.parametrize("fp", [

@@ -167,7 +167,7 @@ def test_ops_sglang_fakes_without_an_export_are_defined() -> None:
     pytest.importorskip("torch")
     result = run_python("""
         import torch
-        from sglang_shims.kernels._provider import define_torch_ops
+        from sglang_shims.kernels.standin.provider import define_torch_ops
         defined = define_torch_ops(set())
         @torch.library.register_fake("sgl_kernel::moe_wna16_marlin_gemm")
         def _(*args):

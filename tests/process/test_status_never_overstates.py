@@ -225,12 +225,51 @@ def test_helper_process_is_labelled_not_counted(setup: tuple[Path, Path],
     boot = "import sglang_shims._bootstrap as b; b.activate('test')"
     for code in ("from multiprocessing.resource_tracker import main\n" + boot,
                  boot + "\nimport shimtarget.mod"):
-        proc = subprocess.run([sys.executable, "-S", "-c", code + "\nimport sglang_shims;"
-                               " sglang_shims.status()\nimport sglang_shims.engine as e;"
-                               " e.get().write_report()"], env=env, capture_output=True,
-                              text=True, timeout=120, check=False)
+        report = ("\nimport sglang_shims; sglang_shims.status()\n"
+                  "from sglang_shims.engine import process; process.write_report(process.get())")
+        proc = subprocess.run([sys.executable, "-S", "-c", code + report], env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr
     result = cli("status", "--report-dir", str(reports))
     assert "(1 processes, and 1 multiprocessing helpers not counted)" in result.stdout
     assert "helper: multiprocessing resource tracker" in result.stdout
     assert "applied in 1/1 processes" in result.stdout
+
+
+POOL = """
+import multiprocessing as mp, os, sys
+
+
+def work(_):
+    import shimtarget.mod as m  # first imported in the worker, not in the fork server
+    return m.VALUE
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload([])
+    with ctx.Pool(3) as pool:
+        print(sorted(pool.map(work, range(6), chunksize=1)))
+"""
+
+
+def test_forkserver_pool_workers_are_processes_not_helpers(setup: tuple[Path, Path],
+                                                           tmp_path: Path) -> None:
+    """Workers forked by a fork server that never woke the engine keep the server's
+    command line; they still run the program's code, so status counts them."""
+    target, patches = setup
+    reports = tmp_path / "reports"
+    script = tmp_path / "pool.py"
+    script.write_text(POOL)
+    env = clean_env(SGLANG_SHIMS_PATH=str(patches),
+                    PYTHONPATH=":".join([str(REPO), str(target)]))
+    proc = subprocess.run([sys.executable, "-m", "sglang_shims.launch", "--report-dir",
+                           str(reports), str(script)], env=env, capture_output=True,
+                          text=True, timeout=120, check=False, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[2, 2, 2, 2, 2, 2]"
+    data = json.loads(cli("status", "--json", "--report-dir", str(reports)).stdout)
+    workers = [p for p in data["processes"] if "ForkServerPoolWorker" in str(p["role"])
+               or "PoolWorker" in str(p["role"])]
+    assert len(workers) >= 1, data["processes"]
+    assert not [h for h in data["helpers"] if "PoolWorker" in str(h.get("role"))], data["helpers"]

@@ -9,6 +9,7 @@ import pytest
 
 from sglang_shims._errors import ConflictError
 from sglang_shims.catalog.manifest import load_text
+from sglang_shims.engine import journal
 from sglang_shims.engine.journal import PatchContext
 
 from ..support.packages import manifest_text
@@ -28,7 +29,7 @@ def test_undo_releases_the_place_for_another_patch() -> None:
     with pytest.raises(ConflictError, match="already changed by patch 'claims-first'"):
         second.setattr(module, "x", 3)
     assert module.x == 2  # type: ignore[attr-defined]
-    assert first.undo() == []
+    assert journal.undo(first) == []
     assert claims == {} and module.x == 1  # type: ignore[attr-defined]
     second.setattr(module, "x", 3)
     assert module.x == 3 and claims == {(id(module), "x"): "claims-second"}  # type: ignore[attr-defined]
@@ -40,4 +41,4 @@ def test_a_patch_may_change_its_own_place_twice() -> None:
     ctx = PatchContext(FIRST, module, {}, {})
     ctx.setattr(module, "x", 2)
     ctx.setattr(module, "x", 3)
-    assert ctx.undo() == [] and module.x == 1  # type: ignore[attr-defined]
+    assert journal.undo(ctx) == [] and module.x == 1  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from sglang_shims.engine import journal
 from sglang_shims.engine.journal import PatchContext, Retired, restore, snapshot
 from sglang_shims.engine.proxy import MissingSymbolError, OptionalSymbol
 
@@ -46,8 +47,8 @@ def test_setattr_add_change_and_undo() -> None:
     ctx.setattr(module, "value", 2)
     ctx.setattr(module, "new_name", "x")
     assert module.value == 2 and module.new_name == "x"  # type: ignore[attr-defined]
-    assert ctx.changes == ["setattr demo_mod.value", "setattr demo_mod.new_name"]
-    assert ctx.undo() == []
+    assert journal.changes(ctx) == ["setattr demo_mod.value", "setattr demo_mod.new_name"]
+    assert journal.undo(ctx) == []
     assert restore(module, before) == []  # the journal alone restored everything
 
 
@@ -55,7 +56,7 @@ def test_inherited_attribute_comes_back_by_deletion() -> None:
     ctx = PatchContext(MANIFEST, fresh_module(), {})
     ctx.setattr(Child, "method", lambda self: "patched")
     assert Child().method() == "patched"
-    ctx.undo()
+    journal.undo(ctx)
     assert "method" not in vars(Child) and Child().method() == "base"
 
 
@@ -71,7 +72,7 @@ def test_wrap_keeps_method_kinds() -> None:
     ctx.wrap(Child, "static", spy)
     assert Child.make() == "Child" and Child().static(3) == 3
     assert calls == ["make", "static"]
-    ctx.undo()
+    journal.undo(ctx)
     assert isinstance(vars(Child)["make"], classmethod)
     assert isinstance(vars(Child)["static"], staticmethod)
 
@@ -103,7 +104,7 @@ def test_wrap_resolves_inherited_descriptors() -> None:
     assert seen[:2] == [GreatGrandChild, GreatGrandChild]
     assert Child.make() == "Child" and len(seen) == 4  # the base is not wrapped
     assert vars(Child)["make"] is base_make and vars(Child)["static"] is base_static
-    ctx.undo()
+    journal.undo(ctx)
     assert "make" not in vars(GrandChild) and "static" not in vars(GrandChild)
 
 
@@ -120,13 +121,11 @@ def test_undo_runs_newest_first() -> None:
     table = {"k": "a"}
     ctx.setitem(table, "k", "b")
     ctx.setitem(table, "k", "c")
-    assert ctx.undo() == []
+    assert journal.undo(ctx) == []
     assert Holder.x == 1 and table == {"k": "a"}
 
 
 def test_gpus_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sglang_shims.engine import journal
-
     journal._detected_gpus.cache_clear()
     try:
         monkeypatch.setenv("SGLANG_SHIMS_GPU_CAPABILITY", "9.0,12.0")
@@ -157,7 +156,7 @@ def test_setitem_setenv_delattr() -> None:
     ctx.setenv("SGLANG_SHIMS_TEST_VAR", "1")
     ctx.delattr(module, "value")
     assert table == {"a": 2, "b": 3} and os.environ["SGLANG_SHIMS_TEST_VAR"] == "1"
-    ctx.undo()
+    journal.undo(ctx)
     assert table == {"a": 1} and "SGLANG_SHIMS_TEST_VAR" not in os.environ
     assert module.value == 1  # type: ignore[attr-defined]
 
@@ -173,7 +172,7 @@ def test_rebind_only_under_prefix() -> None:
         ctx = PatchContext(MANIFEST, fresh_module(), {})
         assert ctx.rebind(old, new, "rebind_pkg") == 1
         assert inside.ref is new and outside.ref is old  # type: ignore[attr-defined]
-        ctx.undo()
+        journal.undo(ctx)
         assert inside.ref is old  # type: ignore[attr-defined]
     finally:
         del sys.modules["rebind_pkg.mod"], sys.modules["other_pkg"]
@@ -273,8 +272,8 @@ def test_change_labels_name_modules_and_classes() -> None:
     ctx = PatchContext(DETAILS, module, {})
     ctx.setattr(module, "value", 2)
     ctx.setattr(Outer.Inner, "value", 2)
-    assert ctx.changes == ["setattr details_mod.value", "setattr Outer.Inner.value"]
-    assert ctx.undo() == []
+    assert journal.changes(ctx) == ["setattr details_mod.value", "setattr Outer.Inner.value"]
+    assert journal.undo(ctx) == []
     assert Outer.Inner.value == 1 and module.value == 1  # type: ignore[attr-defined]
 
 

@@ -11,27 +11,42 @@ from pathlib import Path
 
 import pytest
 
-from sglang_shims.engine.judge import SHIM_MARK, exported
+from sglang_shims.engine.judge import PROXY_MARK, exported
+from sglang_shims.engine.proxy import OptionalSymbol
 
 from ..support.packages import write_package
-
-
-class OptionalSymbol:
-    """Stands in for our proxy class: same name, carries the shim mark."""
 
 
 def test_live_module_answers() -> None:
     live = types.ModuleType("livemod")
     live.there = 1
     live.none_value = None
-    proxy = OptionalSymbol()
-    setattr(proxy, SHIM_MARK, "some-patch")
-    live.ours = proxy
+    live.ours = OptionalSymbol("livemod", "ours", "some-patch", lambda: "gone")
     assert exported("livemod:there", live) == (True, "livemod exports there")
     assert exported("livemod:none_value", live) == (True, "livemod exports none_value")
     assert exported("livemod:missing", live) == (False, "livemod does not export missing")
     # a name bound to one of our proxies was put there by us: not exported upstream
     assert exported("livemod:ours", live) == (False, "livemod does not export ours")
+
+
+def test_a_proxy_is_known_by_its_mark_not_its_class_name() -> None:
+    """The judge does not import the proxy code, so it asks for the mark the proxy class
+    carries: a look-alike without it is a real export, anything carrying it is ours."""
+
+    class OptionalSymbolLookAlike:
+        patch_id = "not-ours"
+
+    OptionalSymbolLookAlike.__name__ = "OptionalSymbol"
+
+    class Marked:
+        pass
+
+    setattr(Marked, PROXY_MARK, True)
+    live = types.ModuleType("markmod")
+    live.look_alike, live.marked = OptionalSymbolLookAlike(), Marked()
+    assert getattr(OptionalSymbol, PROXY_MARK) is True
+    assert exported("markmod:look_alike", live) == (True, "markmod exports look_alike")
+    assert exported("markmod:marked", live) == (False, "markmod does not export marked")
 
 
 @pytest.fixture

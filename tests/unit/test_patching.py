@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from sglang_shims.engine import journal
 from sglang_shims.patching import PatchContext, argument, module_level, temporarily, tie_nothing
 
 from ..support.packages import demo_manifest
@@ -58,7 +59,7 @@ def test_argument_by_position_keyword_and_default() -> None:
     SubModel.__init__(SubModel.__new__(SubModel), "c4", device="meta")  # through the class
     assert seen == [("c1", "cpu", None), ("c2", "cuda", None), ("c3", "cpu", 8),
                     ("c4", "meta", None)]
-    ctx.undo()
+    journal.undo(ctx)
 
 
 def test_argument_of_static_and_class_methods() -> None:
@@ -72,7 +73,7 @@ def test_argument_of_static_and_class_methods() -> None:
     assert Model.build("c") == (Model, "c", "cpu")
     assert static == [("cfg", False), ("cfg2", True)]
     assert bound[0] == ("c", "gpu") and raw[0] == ("c",)
-    ctx.undo()
+    journal.undo(ctx)
 
 
 def test_argument_replaced_keeps_the_rest_of_the_call() -> None:
@@ -142,7 +143,7 @@ def test_tie_nothing() -> None:
     assert tie_nothing(ctx, V4) and V4._tied_weights_keys == {}
     assert not tie_nothing(ctx, V5) and not tie_nothing(ctx, None)
     assert not tie_nothing(ctx, Inherits)  # only the class's own declaration
-    ctx.undo()
+    journal.undo(ctx)
     assert V4._tied_weights_keys == ["lm_head.weight"]
 
 

@@ -84,7 +84,7 @@ EXCEPTIONS: dict[str, list[tuple[str, str]]] = {
         "*", "the bug is in the kernels and transformers wheels; no sglang fingerprint")],
     "sgl-kernel-missing-symbols": [(
         "*", "the names each release needs are data read from every wheel "
-        "(kernels/data/sgl_kernel_symbols.json, checked by "
+        "(kernels/surface/data/sgl_kernel_symbols.json, checked by "
         "tests/patches/test_sgl_kernel_missing_symbols.py), not a fingerprint")],
     "sgl-kernel-triton-fallback": [(
         "*", "a stand-in for sgl_kernel; the range is the releases whose serving graph was "

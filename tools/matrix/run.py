@@ -45,6 +45,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from sglang_shims.kernels.surface import exports
 from sglang_shims.testing import standin, wheels
 from tests.support.programs import FAKE_CUDA, assemble
 from tests.support.run import ACTIVATE, REPO, SITE_PACKAGES, clean_env
@@ -389,10 +390,11 @@ def harness() -> str:
     for text in (assemble(PROBE), FAKE_CUDA, ACTIVATE, SITE_PTH):
         digest.update(text.encode())
     kernels = repo / "sglang_shims" / "kernels"
-    for path in (Path(standin.__file__), kernels / "_provider.py",
-                 kernels / "data" / "sgl_kernel_exports.json",
+    for path in (Path(standin.__file__), kernels / "standin" / "provider.py",
+                 kernels / "surface" / "exports.py",
                  repo / "sglang_shims" / "testing" / "wheels.py"):
         digest.update(path.read_bytes())
+    digest.update(json.dumps(exports.surfaces(), sort_keys=True).encode())
     return digest.hexdigest()[:12]
 
 

@@ -18,6 +18,7 @@ Every check is a function of the facts, so each can be tested with a hermetic
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from ...engine.gates import Environment
 from . import checks
@@ -49,4 +50,18 @@ def diagnose(env: Environment | None = None, *, probe_import: bool = True,
             findings.extend(check(facts))
         except Exception as exc:
             findings.append(failed(check_id, exc))
-    return findings
+    return remedies_once(findings)
+
+
+def remedies_once(findings: list[Finding]) -> list[Finding]:
+    """Each remedy given once: a later check whose remedy an earlier check already gave
+    (a missing kernel is both a known-bad rule and one of sglang's pins) points back to
+    it, so the report does not repeat a ``pip install`` line."""
+    first: dict[str, str] = {}
+    out = []
+    for finding in findings:
+        earlier = first.setdefault(finding.remedy, finding.check) if finding.remedy else None
+        repeated = earlier is not None and earlier != finding.check
+        out.append(replace(finding, remedy=f"the same as for {earlier} above") if repeated
+                   else finding)
+    return out

@@ -72,6 +72,9 @@ class Facts:
     """Directories the dynamic loader searches (LD_LIBRARY_PATH, the defaults)."""
     pip_lib_dirs: list[Path] = field(default_factory=list)
     """``site-packages/nvidia/*/lib``: pip's CUDA libraries, not on the loader's path."""
+    smi_problem: str = ""
+    """Why ``nvidia-smi`` gave no answer (it hung, or failed): the GPUs are then unknown,
+    not absent; empty when it answered or is not installed."""
     gpu_override_problem: str = ""
     """Why ``SGLANG_SHIMS_GPU_CAPABILITY`` could not be read; empty when it could."""
     problems: list[tuple[str, str]] = field(default_factory=list)
@@ -126,11 +129,50 @@ def _guard(facts: Facts, what: str, step: Callable[[], None]) -> None:
 
 def run_tool(cmd: list[str], timeout: float = 10.0) -> str | None:
     """stdout of a small helper program, or None if it is missing or fails."""
+    return tool_output(cmd, timeout)[0]
+
+
+def tool_output(cmd: list[str], timeout: float = 10.0) -> tuple[str | None, str]:
+    """(stdout, "") of a small helper program, or (None, why it gave none).
+
+    Why not ``subprocess.run``: on a timeout it kills the child and then waits for it
+    and for its pipes, so a tool stuck in the driver, or one whose own child holds the
+    pipe open, would hang doctor anyway.  Here the child starts a session of its own;
+    on a timeout the whole session is killed and waited for one more second at most.
+    """
+    shown = " ".join([Path(cmd[0]).name, *cmd[1:]])
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace",
+                                start_new_session=True)
+    except OSError as exc:
+        return None, f"`{shown}` could not be started ({exc.strerror or exc})"
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_session(proc)
+        return None, f"`{shown}` timed out: no answer within {timeout:g} s"
+    if proc.returncode != 0:
+        last = (err.strip().splitlines() or out.strip().splitlines() or [""])[-1][:200]
+        said = f": {last}" if last else ""
+        return None, f"`{shown}` failed (exit status {proc.returncode}){said}"
+    return out, ""
+
+
+def _kill_session(proc: subprocess.Popen[str]) -> None:
+    """Kill a timed-out tool and everything it started; never wait long for it."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+    try:
+        proc.communicate(timeout=1)
+    except subprocess.TimeoutExpired:  # stuck in the kernel: left to the OS
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def _package_dir(name: str) -> Path | None:
@@ -218,14 +260,19 @@ def _assigned(source: str, name: str) -> str | None:
     return match.group(1) if match else None
 
 
+SMI_TIMEOUT = 10.0
+"""Seconds ``nvidia-smi`` may take: it answers in well under one on a sound driver."""
+
+
 def _gather_gpus(facts: Facts, use_torch: bool) -> None:
     """GPU capabilities: given, ``SGLANG_SHIMS_GPU_CAPABILITY``, torch, then nvidia-smi."""
     env = facts.env
     smi = shutil.which("nvidia-smi")
     rows: list[list[str]] = []
     if smi:
-        out = run_tool([smi, "--query-gpu=name,compute_cap,driver_version",
-                         "--format=csv,noheader"])
+        out, facts.smi_problem = tool_output(
+            [smi, "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"],
+            SMI_TIMEOUT)
         rows = [[c.strip() for c in line.split(",")] for line in (out or "").splitlines()]
         rows = [r for r in rows if len(r) == 3]
         if rows:
@@ -254,7 +301,9 @@ def _gather_gpus(facts: Facts, use_torch: bool) -> None:
             caps.append((int(major), int(minor)))
             facts.gpu_names.append(name)
     if caps or smi:
-        env.capabilities, env.gpu_source = caps, "nvidia-smi" if caps else "nvidia-smi lists none"
+        env.capabilities = caps
+        env.gpu_source = ("nvidia-smi" if caps else "nvidia-smi gave no answer"
+                          if facts.smi_problem else "nvidia-smi lists none")
         return
     looked = "; ".join([*(["torch sees none"] if facts.torch_sees_gpu is False else []),
                         "no nvidia-smi on PATH"])

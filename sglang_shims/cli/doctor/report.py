@@ -14,6 +14,7 @@ from typing import Any
 from ...engine.gates import Environment
 from ..survey import survey
 from . import diagnose
+from .checks.patch_folders import not_loaded
 from .checks.serving_tier import serving_tier
 from .finding import Finding, Level
 
@@ -40,10 +41,13 @@ def doctor(probe_import: bool = True, announce: Callable[[str], None] | None = N
                 f"patch {view.manifest.id}", Level.WARN, view.judged.reason,
                 f"the installed {view.manifest.target} changed; update sglang-shims, or"
                 f" `sglang-shims explain {view.manifest.id}`"))
+    findings.extend(not_loaded(result.catalog.errors))
     findings.append(serving_tier(findings, env, result))
-    for warning in result.warnings():
+    for warning in result.setting_warnings():
         findings.append(Finding("toggles", Level.WARN, warning,
                                 "fix the variable; `sglang-shims list` shows the known ids"))
     data = {"findings": [f.as_dict() for f in findings],
-            "patches": [v.as_dict() for v in result.views]}
+            "patches": [v.as_dict() for v in result.views],
+            "not_loaded": dict(result.catalog.errors)}
     return findings, data
+

@@ -43,8 +43,14 @@ def test_vllm_and_outlines_drift_under_sglang_0_4_2() -> None:
     infos = {f.detail for f in found if f.level == "info"}
     assert ("sglang 0.4.2.post3 pins outlines<0.1.0,>=0.0.44; outlines 0.1.11 matches its "
             "[srt-hip] extra instead (outlines==0.1.11)") in infos
-    # a range pin of a grammar library that is missing is reported with what to install
-    assert "sglang 0.4.2.post3 requires xgrammar>=0.1.10; it is not installed" in infos
+    # the pins that are missing (a grammar library's range among them) are one row, with
+    # the one command that installs them all
+    [missing] = [f for f in found if "not installed" in f.detail]
+    assert missing.detail == (
+        "sglang 0.4.2.post3 requires 4 distributions that are not installed: "
+        "sgl-kernel>=0.0.3.post2, flashinfer-python>=0.2.0.post2, xgrammar>=0.1.10, "
+        "torchao>=0.7.0")
+    assert "`pip install 'sglang[srt]==0.4.2.post3'` without --no-deps" in missing.remedy
 
 
 def test_exact_pins_of_sglang_0_5_1() -> None:
@@ -61,8 +67,11 @@ def test_exact_pins_of_sglang_0_5_1() -> None:
     [ok] = [f for f in found if f.level == "ok"]
     for met in ("outlines 0.1.11", "torchaudio 2.8.0", "torch 2.8.0"):
         assert met in ok.detail
-    # an exact pin that is not installed is reported, not warned about: features import it
-    infos = {f.detail: f.remedy for f in found if f.level == "info"}
-    assert infos["sglang 0.5.1 requires openai==1.99.1; it is not installed"] == \
-        "pip install 'openai==1.99.1'"
+    # exact pins that are not installed are reported, not warned about: features import
+    # them; all in one row, with the one command that installs them
+    [missing] = [f for f in found if f.level == "info"]
+    assert "requires 6 distributions that are not installed" in missing.detail
+    assert "openai==1.99.1, openai-harmony==0.0.4" in missing.detail
+    assert missing.remedy == ("these are sglang 0.5.1's own requirements: `pip install "
+                              "'sglang[srt]==0.5.1'` without --no-deps installs them")
     assert not any("openai" in d for d in warns)

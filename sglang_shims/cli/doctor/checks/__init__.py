@@ -7,9 +7,10 @@ is active at all, what is installed, the GPUs, then the kernel from the inside o
 for this torch, importable, holding code for these GPUs, its libraries found), the
 known-bad combinations, sglang's own pins, and what the compatibility matrix saw.
 
-Two checks need more than the facts and are run by
+Three checks need more than the facts and are run by
 :func:`~sglang_shims.cli.doctor.report.doctor` instead: ``model_coverage`` (a model's
-``config.json``) and ``serving_tier`` (the findings above and the patches' survey).
+``config.json``), ``patch_folders`` (the folders the patches' catalog could not load) and
+``serving_tier`` (the findings above and the patches' survey).
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ one (``sys.executable``, this environment), each with the remedy that fits.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ... import jsonfile
 from ..facts import Facts
 from ..finding import Finding, Level
 
@@ -54,7 +54,11 @@ def child_interpreter(environ: Mapping[str, str]) -> HookState | str:
     try:
         proc = subprocess.run([sys.executable, "-c", CHILD_CODE], capture_output=True,
                               text=True, timeout=CHILD_TIMEOUT, env=dict(environ), check=False)
-        data: dict[str, Any] = json.loads((proc.stdout.strip().splitlines() or ["{}"])[-1])
+        # the last line is ours, unless something the child ran at exit printed after it
+        last = (proc.stdout.strip().splitlines() or ["{}"])[-1]
+        data: dict[str, Any] = jsonfile.loads(last, max_bytes=1 << 16)
+        if not isinstance(data, dict):
+            raise ValueError(f"its last line is not the answer: {last[:80]!r}")
     except subprocess.TimeoutExpired:
         return f"no answer within {CHILD_TIMEOUT:.0f} s"
     except (OSError, ValueError, IndexError) as exc:

@@ -39,6 +39,7 @@ def check_pins(facts: Facts) -> list[Finding]:
     pins = sglang_pins(facts.requires["sglang"], None)
     out: list[Finding] = []
     matched: list[str] = []
+    missing: list[Pin] = []
     for dist in checked_dists(pins):
         mine = [p for p in pins if p.dist == dist and p.default]
         if not mine:
@@ -49,11 +50,7 @@ def check_pins(facts: Facts) -> list[Finding]:
             installed_as = "sglang-kernel" if dist == "sgl-kernel" else "sgl-kernel"
             version = facts.version(installed_as)
         if version is None:
-            # the core stack is needed to start at all; the rest is imported by the
-            # features that use it, so its absence is reported, not warned about
-            level = Level.WARN if dist in PIN_DISTS else Level.INFO
-            out.append(Finding("sglang-pin", level, f"sglang {sglang} requires {dist}{spec}; it "
-                               "is not installed", f"pip install '{dist}{spec}'"))
+            missing.append(Pin(dist, spec, mine[0].extra, True))
             continue
         if all(satisfies(version, p.spec)[0] for p in mine):
             renamed = f" (installed as {installed_as})" if installed_as != dist else ""
@@ -71,7 +68,31 @@ def check_pins(facts: Facts) -> list[Finding]:
                            f"{installed_as} {version} is installed",
                            f"{swap}pip install '{dist}{spec}' (or an sglang release that pins "
                            f"{installed_as} {version})"))
+    out[:0] = _missing(sglang, missing)
     if matched:
         out.insert(0, Finding("sglang-pin", Level.OK, f"sglang {sglang}'s pins are met by "
                               + ", ".join(matched)))
     return out
+
+
+def _missing(sglang: str, missing: list[Pin]) -> list[Finding]:
+    """The pinned distributions that are not installed: one finding for all of them.
+
+    Why one: sglang installed with ``--no-deps`` misses two dozen, and a row with its own
+    ``pip install`` line for each buries the one command that installs them all.  The core
+    stack is needed to start at all (a warning); the rest is imported by the features that
+    use it, so its absence is reported, not warned about.
+    """
+    if not missing:
+        return []
+    level = Level.WARN if any(p.dist in PIN_DISTS for p in missing) else Level.INFO
+    if len(missing) == 1:
+        [pin] = missing
+        return [Finding("sglang-pin", level, f"sglang {sglang} requires {pin.dist}{pin.spec}; it "
+                        "is not installed", f"pip install '{pin.dist}{pin.spec}'")]
+    wanted = f"sglang{'[srt]' if any(p.extra for p in missing) else ''}=={sglang}"
+    return [Finding("sglang-pin", level,
+                    f"sglang {sglang} requires {len(missing)} distributions that are not "
+                    f"installed: {', '.join(p.dist + p.spec for p in missing)}",
+                    f"these are sglang {sglang}'s own requirements: `pip install '{wanted}'` "
+                    "without --no-deps installs them")]

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..facts import Facts
 from ..finding import Finding, Level
+from ..version_text import public_version
 
 DATA = Path(__file__).parents[1] / "compatibility.json"
 CHECK = "tested"
@@ -44,7 +45,10 @@ def tidy(text: str) -> str:
 
 
 def _public(version: str | None) -> str | None:
-    return None if version is None else version.split("+", 1)[0]
+    """The exact release a version names, as the matrix keys it: the local label dropped
+    (``2.11.0+cu130`` -> ``2.11.0``), every other part kept and normalised
+    (``0.5.3-post1`` -> ``0.5.3.post1``): a ``.postN`` is a release of its own."""
+    return None if version is None else public_version(version)
 
 
 def situation(entry: dict[str, Any], transformers: str | None, kernel: str | None,
@@ -59,7 +63,11 @@ def situation(entry: dict[str, Any], transformers: str | None, kernel: str | Non
 
 
 def _outcome(cell: dict[str, Any] | None) -> tuple[bool | None, str]:
-    """(passed, what happened); passed is None when the cell was not run."""
+    """(passed, what happened); passed is None when the cell was not run.
+
+    A cell whose environment could not be built (``env_error``: no resolvable set of
+    packages) or whose run died (``crash``) was run, and failed: that combination does
+    not work as installed, which the user should hear as a failure, not as "not run"."""
     if cell is None:
         return None, "not in the matrix"
     for key in ("not_run", "env_error", "crash"):
@@ -118,16 +126,20 @@ def check_tested(facts: Facts) -> list[Finding]:
         kernels = entry.get("kernels", {})
         return [Finding(CHECK, Level.INFO,
                         f"{where}: this exact combination was not run (transformers"
-                        f" {transformers}, kernel {kernel or 'none'}); the matrix ran"
+                        f" {transformers or 'not installed'},"
+                        f" {'kernel ' + kernel if kernel else 'no kernel'}); the matrix ran"
                         f" transformers {entry['pins'].get('transformers')} (the pin) and"
                         f" {tf5}, with no kernel or the kernels {kernels.get('pinned')} and"
                         f" {kernels.get('newer')}",
                         "docs/compatibility.md lists what was run")]
     shims_ok, shims_text = _outcome(_cell(entry, tf, slot, "shims"))
-    stock_ok, _ = _outcome(_cell(entry, tf, slot, "stock"))
+    stock_cell = _cell(entry, tf, slot, "stock")
+    stock_ok, _ = _outcome(stock_cell)
     column = f"transformers {transformers}, " + ("no kernel" if slot == "none" else
                                                  f"kernel {kernel} (its export surface)")
-    stock = "passes" if stock_ok else "not run" if stock_ok is None else "fails"
+    stock = ("passes" if stock_ok else "not run" if stock_ok is None else
+             "could not be set up" if "env_error" in (stock_cell or {}) else
+             "crashed" if "crash" in (stock_cell or {}) else "fails")
     detail = f"{where}, {column}: with the shims {shims_text}; stock it {stock}"
     if torch_run and _public(env.version("torch")) != torch_run:
         detail += f" (your torch is {env.version('torch')}, the run used {torch_run})"

@@ -12,8 +12,9 @@ from __future__ import annotations
 from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
-from ....kernels import hybrid, symbols
-from ....kernels._provider import _surfaces
+from ....kernels.serving import hybrid
+from ....kernels.surface import symbols
+from ....kernels.surface.exports import surfaces
 from .. import kernel_facts as kf
 from ..facts import Facts
 from ..finding import Finding, Level
@@ -39,7 +40,7 @@ def _candidates(torch: str, needs: dict[str, str]) -> list[tuple[str, str, str, 
     published kernel built for this torch's minor that serves every name in ``needs``."""
     found = []
     for build in kf.builds_for_torch(torch):
-        for version in _surfaces():
+        for version in surfaces():
             try:
                 parsed = Version(version)
             except InvalidVersion:

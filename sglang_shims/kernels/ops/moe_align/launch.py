@@ -1,0 +1,96 @@
+"""Launch rules of the alignment kernels and of ``moe_sum_kernel``, and the sweep space of
+the latter.
+
+Alignment on the Triton path takes one single-program launch for small inputs -- at most
+:data:`ONE_LAUNCH_MAX_ENTRIES` routed tokens and :data:`ONE_LAUNCH_MAX_BUCKETS` buckets,
+and with the padding fill at most :data:`ONE_LAUNCH_MAX_FILL` slots of
+``sorted_token_ids`` -- and three launches spread over chunks otherwise (see
+``triton.py``).  Why: decode (1 to 64 tokens, top-k up to 8) runs this op every step, and
+there the three launches cost more than their work (on the H200, 1 token x top-8 of 128
+experts took 7.9 us against sgl-kernel's 4.5 us).  One program does the work serially, so
+it only pays while the input is small.  Compiled and timed on the H200 on 2026-12-02
+(top-8 of 128 experts, block 64, CUDA-graph replay): 4.0 us against 7.4 us for the three
+launches at 8 routed tokens, 8.5 against 9.8 us at 64, but 24.2 against 12.6 us at 256; a
+later run timed the one launch at 4.4 us at 8 and 11.4 us at 64.  So 64 is about where it
+stops paying, and :data:`ONE_LAUNCH_MAX_ENTRIES` is 32 (4 decode tokens at top-8; between
+8 and 64 entries, unmeasured, the time grows with the entries).  The other limits: 1024
+buckets covers 512-expert models (Qwen3-Next) and keeps the one-hot tiles at no fewer than
+8 tokens a step; 65536 slots caps the fill that one program writes alone at 256 KiB.  The
+tests raise the entry limit to :data:`ONE_LAUNCH_ON` (1024) to check the path on larger
+inputs too; so does ``benchmarks/kernels.py --moe-align-one-launch`` to time it there.
+"""
+
+from __future__ import annotations
+
+from ...runtime import DECODE_ROWS, cdiv, next_pow2
+from ..space import Config, fits, pow2s, upto
+
+MAX_BUCKETS = 4096
+"""Bucket counts above this run on the plain-PyTorch path."""
+TILE = 8192
+"""One-hot tile elements a program holds at once."""
+ONE_LAUNCH_ON = 1024
+"""Routed tokens the single-program path is tested up to (the tests' limit)."""
+ONE_LAUNCH_MAX_ENTRIES = 32
+"""Where the single-program path pays (H200, see above); 0 turns it off."""
+ONE_LAUNCH_MAX_BUCKETS = 1024
+ONE_LAUNCH_MAX_FILL = 65536
+"""``sorted_token_ids`` slots, when ``pad_sorted_token_ids`` asks for the fill."""
+ONE_LAUNCH_WARPS = 8
+"""One program: more threads per program is its only parallelism."""
+FILL_STEP = 2048
+"""Slots the single program fills per step."""
+COUNT_FILL_STEP = 1024
+"""Slots each counting program of the three-launch path fills per step."""
+
+
+def one_launch(numel: int, n_buckets: int, n_sorted: int, pad: bool) -> bool:
+    """Whether the Triton path takes the single-program kernel (sizes only, no device read)."""
+    return (0 < numel <= ONE_LAUNCH_MAX_ENTRIES and n_buckets <= ONE_LAUNCH_MAX_BUCKETS
+            and (not pad or n_sorted <= ONE_LAUNCH_MAX_FILL))
+
+
+def _steps(block_e: int) -> int:
+    """``expert_ids`` entries written per step."""
+    return max(1, TILE // block_e)
+
+
+def one_config(numel: int, n_buckets: int) -> Config:
+    """The single-program kernel's blocks for ``numel`` routed tokens."""
+    block_e = next_pow2(n_buckets)
+    return {"BLOCK_T": min(TILE // block_e, max(16, next_pow2(numel))), "BLOCK_E": block_e,
+            "BLOCK_J": _steps(block_e), "BLOCK_F": FILL_STEP, "num_warps": ONE_LAUNCH_WARPS}
+
+
+def chunked_config(n_buckets: int) -> Config:
+    """The three-launch path's blocks: ``BLOCK_T`` routed tokens a chunk, ``BLOCK_J``
+    ``expert_ids`` entries (and chunk counts) a step of the scan."""
+    block_e = next_pow2(n_buckets)
+    return {"BLOCK_T": max(16, min(256, TILE // block_e)), "BLOCK_E": block_e,
+            "BLOCK_J": _steps(block_e)}
+
+
+SUM_KNOBS = ("BLOCK_H", "num_warps")
+
+
+def sum_config(tokens: int, hidden: int) -> Config:
+    """``moe_sum_kernel``'s ``BLOCK_H`` and ``num_warps``."""
+    # 1024 columns and 4 warps a program (0.98-0.99x the AOT kernel at 4096-16384 tokens
+    # on an H200); at 1-32 tokens (top-8, hidden 4096/8192) 512 columns and 8 warps are
+    # the best or within 4%, 8-22% less time (twice the programs; the top-k loop is short).
+    block_h = min(next_pow2(hidden), 512 if tokens <= DECODE_ROWS else 1024)
+    return {"BLOCK_H": block_h,
+            "num_warps": 8 if tokens <= DECODE_ROWS and block_h == 512 else 4}
+
+
+def sum_grid(tokens: int, hidden: int, cfg: Config) -> tuple[int, int]:
+    return (tokens, cdiv(hidden, cfg["BLOCK_H"]))
+
+
+def sum_candidates(tokens: int, hidden: int, current: Config, quick: bool) -> list[Config]:
+    """Hidden columns per program and warps (the wrapper: 1024 columns, Triton's default
+    warps): at 1-8 tokens that is 4-8 programs."""
+    top = next_pow2(hidden)
+    blocks = upto((256, 512, 1024) if quick else pow2s(128, 4096), top)
+    warps = (1, 2, 4) if quick else (1, 2, 4, 8, 16)
+    return [{"BLOCK_H": b, "num_warps": w} for b in blocks for w in warps if fits(b, w, 1, 32)]

@@ -1,0 +1,133 @@
+"""Shared plumbing for the fallback kernels: backend choice, shapes, launch sizes.
+
+Why a choice per call: the Triton kernels are the fast path on a GPU, but a process
+without a usable ``triton`` (or a CPU tensor) must still get a correct answer, so
+every public op picks between the Triton kernel and a plain-PyTorch path each time
+it is called.  The pick costs an attribute read and one dictionary lookup.
+
+``TRITON_INTERPRET=1`` (Triton's own switch for its CPU interpreter) routes CPU
+tensors through the Triton kernels too; the tests use it to check the kernels'
+arithmetic on a machine without a GPU.  Triton reads that variable when a kernel is
+defined, so it must be set before the first kernel is used in the process.
+
+``SGLANG_SHIMS_KERNEL_BACKEND=torch`` forces the plain-PyTorch path everywhere (to
+rule the Triton kernels in or out when chasing a wrong result); unset or ``auto``
+means the choice above.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import TYPE_CHECKING
+
+from .._toggles import ON
+
+if TYPE_CHECKING:
+    import torch
+
+# Launches of up to this many rows (tokens) take the decode-sized configurations: the
+# launch-configuration sweep measured them at 1, 8 and 32 rows on an H200
+# (benchmarks/results/sweep-decode-h200-2026-12-02.md); beyond it the wrappers keep the
+# configurations measured at prefill sizes (4096 and 16384 rows).  Rows in between are
+# unmeasured, so they keep the prefill ones.
+DECODE_ROWS = 32
+
+
+@cache
+def triton_available() -> bool:
+    """Whether ``import triton`` works here; tried once, on the first kernel call."""
+    try:
+        import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+        del triton
+        return True
+    except Exception:  # ImportError, or a broken install raising anything at import
+        return False
+
+
+def interpret_mode() -> bool:
+    """Whether Triton's CPU interpreter is switched on (``TRITON_INTERPRET``)."""
+    return os.environ.get("TRITON_INTERPRET", "").strip().lower() in ON
+
+
+def use_triton(t: torch.Tensor) -> bool:
+    """Triton for CUDA tensors (or anything under the interpreter); else plain torch."""
+    if os.environ.get("SGLANG_SHIMS_KERNEL_BACKEND", "").strip().lower() == "torch":
+        return False
+    return (t.is_cuda or interpret_mode()) and triton_available()
+
+
+PDL_SHIPPED = False
+"""Whether any launch uses PDL.  Off: the PDL path compiles (checked for every
+architecture) but has not been timed or run on a GPU yet; ``benchmarks/kernels.py
+--pdl-ours`` switches it on for a measurement."""
+
+
+def use_pdl(t: torch.Tensor, enable_pdl: bool | None = None) -> bool:
+    """Whether a kernel on ``t`` launches with programmatic dependent launch (PDL).
+
+    PDL lets a kernel be launched while the one before it in the stream is still running;
+    the kernel waits (``gdc_wait``) before it touches memory, so only the launch latency
+    is hidden, never a result.  It needs compute capability 9.0 or newer.  ``enable_pdl``
+    is the op's own argument, read as sgl-kernel reads it: ``None`` means "if the device
+    supports it", ``False`` never; ``True`` on an older GPU cannot be honoured and is
+    ignored, as the interpreter (CPU) ignores it.
+    """
+    if not PDL_SHIPPED or enable_pdl is False or not t.is_cuda or interpret_mode():
+        return False
+    return _pdl_device(t.device.index if t.device.index is not None else -1)
+
+
+def pdl_options(on: bool) -> dict[str, bool]:
+    """The kernel argument and the launch option that go together for PDL (none when off:
+    a kernel compiled without it is the one every GPU and the interpreter run)."""
+    return {"USE_PDL": True, "launch_pdl": True} if on else {}
+
+
+@cache
+def _pdl_device(index: int) -> bool:
+    import torch
+
+    major, _minor = torch.cuda.get_device_capability(None if index < 0 else index)
+    return major >= 9
+
+
+def cdiv(a: int, b: int) -> int:
+    """``ceil(a / b)`` for positive ``b``, as ``triton.cdiv`` (the launch rules compute grids
+    without importing Triton)."""
+    return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    """The smallest power of two >= ``n`` (1 for ``n <= 1``)."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def rows_2d(t: torch.Tensor, width: int) -> torch.Tensor | None:
+    """``t`` seen as ``[rows, width]`` with unit column stride, without copying.
+
+    Leading dimensions are flattened when their strides allow it.  ``None`` means no
+    such view exists (the caller then works on a contiguous copy).
+    """
+    if t.dim() == 0 or t.shape[-1] != width:
+        return None
+    if t.dim() == 2 and (t.stride(1) == 1 or width == 1):
+        return t
+    try:
+        v = t.view(-1, width)
+    except RuntimeError:
+        return None
+    return v if (v.stride(1) == 1 or width == 1) else None
+
+
+def same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True when ``a`` and ``b`` are the same view of the same storage."""
+    return bool(a.data_ptr() == b.data_ptr() and a.shape == b.shape
+                and a.stride() == b.stride())
+
+
+def num_warps_for(elements: int, per_thread: int = 8, cap: int = 16) -> int:
+    """Warps for a tile of ``elements`` values, ~``per_thread`` each, as a power of two."""
+    w = next_pow2(max(1, elements // (32 * per_thread)))
+    return max(1, min(w, cap))
