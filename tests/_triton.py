@@ -13,7 +13,7 @@ def load_triton(modules: Sequence[str], has_cuda: bool) -> str:
     """Import Triton and our kernel modules so that this machine can run them.
 
     Returns "" when that worked, else why the Triton tests are skipped (triton missing or
-    broken: a failure in CI, see tests/_ci_skips.py).  An error in our kernel modules is
+    broken: a failure in CI, see tests/support/ci_skips.py).  An error in our kernel modules is
     raised, so it fails the run instead of skipping 123 tests.  Without a GPU
     the kernels must run under Triton's interpreter, which Triton picks when a
     ``@triton.jit`` function is defined, its own library included: so on CPU,

@@ -13,7 +13,7 @@ Two backends per op:
 
 Tests marked ``gpu`` need CUDA (large shapes, compiled kernels) and are skipped with
 the reason without it.  The whole module is skipped when torch is not installed.  Under
-``SGLANG_SHIMS_CI=1`` every skip but "no CUDA GPU" is a failure (tests/_ci_skips.py).
+``SGLANG_SHIMS_CI=1`` every skip but "no CUDA GPU" is a failure (tests/support/ci_skips.py).
 
 Tolerances: ``|actual - ref| <= atol + rtol * |ref|``, elementwise, where ``ref`` is the
 float64 result from the same (already rounded) inputs.  ``rtol`` is about twice the

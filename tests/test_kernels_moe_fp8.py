@@ -757,7 +757,7 @@ def test_opset_data_matches_the_wheels(release: str) -> None:
     from sglang_shims.kernels.surface import opset
     from sglang_shims.testing import wheels
 
-    from ._scripts import load_script
+    from .support.scripts import load_script
 
     scanner = load_script("tools/regen_moe_fp8_opset.py", "regen_moe_fp8_opset")
     data = opset.load()

@@ -10,7 +10,7 @@ the same fp32 ``1 + w``) on random bf16 hidden states, and is compared with
 * a float64 reference, ``x / rms(x) * (1 + w)`` in float64 from the checkpoint ``w``;
 * transformers' ``GemmaRMSNorm`` (4.55) holding the same checkpoint weight.
 
-sglang is made to believe it runs on CUDA (as in tests/test_serving_graph.py) only so
+sglang is made to believe it runs on CUDA (as in tests/wheels/test_serving_graph.py) only so
 that ``layers/layernorm.py`` takes its sgl-kernel imports instead of vLLM's.
 """
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import manifest_text, run_python, write_package, write_patch
+from ..support.packages import manifest_text, write_package, write_patch
+from ..support.run import run_python
 
 TARGET = {"shimtarget/__init__.py": "VALUE = 1\n"}
 PROBE = """

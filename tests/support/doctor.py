@@ -23,6 +23,11 @@ def facts(versions: Mapping[str, str | None] | None = None, *,
     return Facts(env=env, **fields)
 
 
+def by_check(findings: list[Finding], check: str) -> list[Finding]:
+    """The findings of one check."""
+    return [f for f in findings if f.check == check]
+
+
 def rule(rule_id: str) -> doctor.rules.Rule:
     return next(r for r in doctor.rules.RULES if r.id == rule_id)
 

@@ -71,7 +71,7 @@ def break_resources(venv: Venv) -> str:
     (venv.site / "00_break_resources.pth").write_text(
         "import importlib.resources as r; r.files = lambda *a, **k: 1 / 0\n")
     # an installed package's patches are read from its own folder, without asking
-    # importlib.resources (tests/test_wake.py): its failure changes nothing to report
+    # importlib.resources (tests/process/test_wake.py): its failure changes nothing to report
     return ""
 
 

@@ -88,7 +88,7 @@ EXCEPTIONS: dict[str, list[tuple[str, str]]] = {
         "tests/patches/test_sgl_kernel_missing_symbols.py), not a fingerprint")],
     "sgl-kernel-triton-fallback": [(
         "*", "a stand-in for sgl_kernel; the range is the releases whose serving graph was "
-        "imported through it (tests/test_serving_graph.py), not a fingerprint")],
+        "imported through it (tests/wheels/test_serving_graph.py), not a fingerprint")],
     "tf5-gpt2-bytes-to-unicode": [(
         "*", "the fingerprint is on transformers; sglang is any release that can load "
         "remote-code tokenizers")],

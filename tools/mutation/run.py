@@ -33,10 +33,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10
+    import tomli as tomllib
 
 HERE = Path(__file__).resolve().parent
 
@@ -50,7 +50,8 @@ FLIP_COMPARE: dict[type[ast.cmpop], type[ast.cmpop]] = {
 def _docstring(node: ast.AST, parent: ast.AST | None) -> bool:
     body = getattr(parent, "body", None)
     return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str) and bool(body) and body[0] is node)
+            and isinstance(node.value.value, str) and isinstance(body, list) and bool(body)
+            and body[0] is node)
 
 
 def _mutations(node: ast.AST, parent: ast.AST | None) -> Iterator[tuple[str, ast.AST | None]]:
@@ -62,9 +63,9 @@ def _mutations(node: ast.AST, parent: ast.AST | None) -> Iterator[tuple[str, ast
             new.ops = [FLIP_COMPARE[op]()]
             yield f"{op.__name__} -> {FLIP_COMPARE[op].__name__}", new
     elif isinstance(node, ast.BoolOp):
-        new = copy.deepcopy(node)
-        new.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
-        yield f"{type(node.op).__name__} -> {type(new.op).__name__}", new
+        swapped = copy.deepcopy(node)
+        swapped.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        yield f"{type(node.op).__name__} -> {type(swapped.op).__name__}", swapped
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         yield "drop not", copy.deepcopy(node.operand)
     elif isinstance(node, ast.Constant) and not isinstance(node.value, str):

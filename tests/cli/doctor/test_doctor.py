@@ -35,15 +35,11 @@ from sglang_shims.patching.elf import (
     parse_fatbin,
 )
 
-from ...support.doctor import facts, hermetic, verdict
+from ...support.doctor import by_check, facts, hermetic, verdict
 from ...support.run import REPO
 
 LEVELS = set(Level)
 ABI_SYMBOL = "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"
-
-
-def by_check(findings: list[Finding], check: str) -> list[Finding]:
-    return [f for f in findings if f.check == check]
 
 
 # ------------------------------------------------------------------- acceptance

@@ -20,8 +20,8 @@ from sglang_shims.cli.doctor.checks import tested
 from sglang_shims.cli.doctor.checks.model_coverage import check_model
 from sglang_shims.engine.gates import Environment
 
-from .conftest import manifest_text, write_patch
-from .test_doctor import by_check, facts
+from ...support.doctor import by_check, facts
+from ...support.packages import manifest_text, write_patch
 
 # ------------------------------------------------------------------ model config.json
 
