@@ -167,8 +167,9 @@ def test_nothing_written_outside_report_dir(wheel: Path, make_venv: Callable[[],
     assert tree_digest(venv.root) == before
     assert tree_digest(home) == {}, "written into the user's home"
     assert tree_digest(tmp) == {}, "left in the temp dir"
-    written = sorted(p.name for p in reports.iterdir())
+    written = sorted(p.name for p in reports.iterdir() if p.name != "launch.json")
     assert len(written) == 2 and all(n.endswith(".json") for n in written)  # parent + child
+    assert json.loads((reports / "launch.json").read_text())["failed"] is None  # the launcher's
     assert not [p for p in Path(tmp_path).rglob("*.tmp")]
     data = [json.loads((reports / n).read_text()) for n in written]
     assert {d["patches"]["sgl-kernel-fused-marlin-moe"]["state"] for d in data} <= {
