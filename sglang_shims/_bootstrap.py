@@ -77,6 +77,7 @@ TARGETS = {
     "torch-amx-probe-removed": "sglang.srt.utils",
     "triton-cache-helpers-removed": "sglang.srt.utils",
     "triton-ptxas-blackwell": "sglang",
+    "xgrammar-ffi-int-token-ids": "sglang.srt.constrained.xgrammar_backend",
 }
 # on only when a toggle turns them on
 OFF_BY_DEFAULT = frozenset({"gemma-norm-fp32-plus-one"})
