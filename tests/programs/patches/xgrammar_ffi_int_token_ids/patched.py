@@ -1,7 +1,7 @@
 """sglang 0.5.11's speculative tree walk over its xgrammar grammar object (sglang issues
 24609 and 24283), and each of the two calls with a tensor argument on its own."""
 import torch
-from tree import grammar_object, walk
+from draft_tree import grammar_object, walk
 
 from patch_state import print_result
 from sglang.srt.constrained.xgrammar_backend import XGrammarGrammar

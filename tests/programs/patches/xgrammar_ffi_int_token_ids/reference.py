@@ -7,7 +7,7 @@ import sys
 from typing import Optional
 
 import torch
-from tree import grammar_object, walk
+from draft_tree import grammar_object, walk
 
 from sglang.srt.constrained.base_grammar_backend import BaseGrammarObject
 from sglang.srt.constrained.xgrammar_backend import XGrammarGrammar
