@@ -105,5 +105,6 @@ def test_every_pinned_neighbour_is_named_when_off_its_pin(sglang: str) -> None:
     assert {"xgrammar", "torch"} <= pinned
     found = findings({dist: "0.0.0.dev0" for dist in pinned}, sglang)
     for dist in pinned:
-        [row] = [f for f in found if f" pins {dist}" in f.detail and f"{dist} 0.0.0.dev0" in f.detail]
+        [row] = [f for f in found
+                 if f" pins {dist}" in f.detail and f"{dist} 0.0.0.dev0" in f.detail]
         assert NEIGHBOURS[dist].role in row.detail, dist

@@ -33,9 +33,9 @@ def _gemm_wg_wait(facts: Facts) -> Finding | None:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("tilelang-fast-math-key-removed", "https://github.com/sgl-project/sglang/issues/17298",
-         "", _fast_math_key, patch="tilelang-fast-math-key-removed"),
     Rule("tilelang-gemm-wg-wait-removed", "https://github.com/tile-ai/TileOPs/issues/1423",
          "sglang's DSA/mHC kernels pass T.gemm(wg_wait=...)", _gemm_wg_wait,
          when=(("sglang", ">=0.5.3rc2,<0.5.15"), ("tilelang", ">=0.1.9"))),
+    Rule("tilelang-fast-math-key-removed", "https://github.com/sgl-project/sglang/issues/17298",
+         "", _fast_math_key, patch="tilelang-fast-math-key-removed"),
 )
