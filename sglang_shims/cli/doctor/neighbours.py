@@ -31,7 +31,8 @@ class Neighbour:
         """The role and the known break, for a finding's detail."""
         if not self.breaks:
             return f"{self.role}; no break on record for a version off the pin"
-        patched = f"; sglang-shims' patch {self.patch} covers it" if self.patch else ""
+        patched = (f"; sglang-shims' patch {self.patch} fixes it where it applies"
+                   if self.patch else "")
         return f"{self.role}; known break: {self.breaks} [{self.url}]{patched}"
 
 

@@ -71,7 +71,7 @@ def test_exact_pins_of_sglang_0_5_1() -> None:
     # what the mismatch is known to break, with the report and the patch that covers it
     assert xgrammar.detail.endswith(
         "[https://github.com/sgl-project/sglang/issues/24609]; sglang-shims' patch "
-        "xgrammar-ffi-int-token-ids covers it")
+        "xgrammar-ffi-int-token-ids fixes it where it applies")
     [ok] = [f for f in found if f.level == "ok"]
     for met in ("outlines 0.1.11", "torchaudio 2.8.0", "torch 2.8.0"):
         assert met in ok.detail
