@@ -14,7 +14,7 @@ the total) fails as surely as a wrong value.  Each call also records the launche
 fails unless the one-launch kernel ran.
 
 Without a GPU the kernels run under Triton's interpreter (``TRITON_INTERPRET=1``, see
-tests/_triton.py); 15-20 s on the 2-core VM.  On a GPU the same tests run compiled,
+tests/support/kernels.py); 15-20 s on the 2-core VM.  On a GPU the same tests run compiled,
 and ``test_one_launch_replays_in_a_cuda_graph`` also captures the op in a CUDA graph.
 """
 
@@ -30,14 +30,14 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the kernel tests need it")
 
-from sglang_shims.kernels.ops import moe_align as A  # noqa: E402
-from sglang_shims.kernels.ops.moe_align import launch as L  # noqa: E402
+from sglang_shims.kernels.ops import moe_align as A
+from sglang_shims.kernels.ops.moe_align import launch as L
 
-from ._align import align_buffers  # noqa: E402
-from ._triton import load_triton, select_backend  # noqa: E402
+from ..support.align import align_buffers
+from ..support.kernels import has_cuda, select_backend, triton_skip
 
-HAS_CUDA = torch.cuda.is_available()
-NO_TRITON = load_triton(("ops.moe_align.triton",), HAS_CUDA)
+HAS_CUDA = has_cuda()
+NO_TRITON = triton_skip()
 pytestmark = pytest.mark.skipif(bool(NO_TRITON), reason=NO_TRITON or "triton is here")
 
 ONE = ["moe_align_one"]
