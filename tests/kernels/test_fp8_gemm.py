@@ -16,39 +16,11 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the kernel 
 
 from sglang_shims import kernels as K
 
-from ..support.kernels import has_cuda, triton_skip
-from ..support.references import FP8
+from ..support.kernels import triton_skip
+from ..support.references import FP8, assert_matmul, block_scales, fp8_operand
 
 SEED = 20261201
 triton_skip()  # Triton's interpreter on CPU: before any kernel is defined
-
-
-def _ulp(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The spacing of ``dtype`` values at each |v| (float64)."""
-    mant = {torch.bfloat16: 7, torch.float16: 10, torch.float32: 23}[dtype]
-    low = {torch.bfloat16: -126, torch.float16: -14, torch.float32: -126}[dtype]
-    e = torch.floor(torch.log2(v.abs().clamp_min(2.0**low)))
-    return torch.exp2(e - mant)
-
-
-def assert_matmul(out: torch.Tensor, ref: torch.Tensor, magnitude: torch.Tensor,
-                  dtype: torch.dtype) -> None:
-    """``out`` against the float64 ``ref``: within one ``dtype`` step (the rounding; Triton's
-    CPU interpreter truncates to bf16/fp16, so one step, not half) plus the fp32
-    accumulation bound ``2**-20 * sum|a*b|`` (``magnitude``; on a GPU ``2**-11``, since
-    Hopper's FP8 tensor cores accumulate with fewer bits)."""
-    assert out.dtype == dtype
-    got = out.double().cpu()
-    assert torch.isfinite(got).all(), "an element was not written"
-    slack = (2.0**-11 if has_cuda() else 2.0**-20) * magnitude.cpu()
-    err = (got - ref.cpu()).abs()
-    bound = _ulp(ref.cpu(), dtype) * 1.0001 + slack
-    assert (err <= bound).all(), f"max error {err.max().item():.3g} (bound there " \
-        f"{bound.flatten()[err.argmax()].item():.3g})"
-
-
-def _fp8_operand(gen: torch.Generator, rows: int, cols: int, backend: str) -> torch.Tensor:
-    return (torch.randn(rows, cols, generator=gen) * 8).to(FP8).to(backend)
 
 
 BF16, FP16 = torch.bfloat16, torch.float16
@@ -67,7 +39,7 @@ def test_fp8_scaled_mm(backend: str, gen: torch.Generator,
     """sglang's call: the [N, K] weight transposed (column-major), fp32 scales as [M, 1]
     per token (or one per tensor) and [N] per channel (or one), bias of the out dtype."""
     m, n, k, out_dtype, scales, with_bias = case
-    a, weight = _fp8_operand(gen, m, k, backend), _fp8_operand(gen, n, k, backend)
+    a, weight = fp8_operand(gen, m, k, backend), fp8_operand(gen, n, k, backend)
     sa = (torch.rand(m if scales.startswith("token") else 1, 1, generator=gen) + 0.05) / 64
     sb = (torch.rand(n if scales.endswith("channel") else 1, generator=gen) + 0.05) / 64
     bias = (torch.randn(n, generator=gen) * 4).to(out_dtype).to(backend) if with_bias else None
@@ -79,10 +51,6 @@ def test_fp8_scaled_mm(backend: str, gen: torch.Generator,
         ref += bias.double().cpu()
     assert tuple(out.shape) == (m, n)
     assert_matmul(out, ref, (ad.abs() @ wd.abs().t()) * scale, out_dtype)
-
-
-def _block_scales(gen: torch.Generator, rows: int, cols: int) -> torch.Tensor:
-    return (torch.rand(rows, cols, generator=gen) + 0.05) / 64
 
 
 BLOCK_CASES = [  # M, N, K, out dtype, layout of the activation scales
@@ -98,15 +66,15 @@ def test_fp8_blockwise_scaled_mm(backend: str, gen: torch.Generator,
     column-major (or TMA-padded, or row-major) and the weight's [N/128, K/128] scales."""
     m, n, k, out_dtype, layout = case
     kb, nb = -(-k // 128), -(-n // 128)
-    a, weight = _fp8_operand(gen, m, k, backend), _fp8_operand(gen, n, k, backend)
-    sa = _block_scales(gen, m, kb)
+    a, weight = fp8_operand(gen, m, k, backend), fp8_operand(gen, n, k, backend)
+    sa = block_scales(gen, m, kb)
     if layout == "rows":
         x_scale = sa.to(backend)
     else:
         padded = m if layout == "columns" else -(-m // 4) * 4
         x_scale = torch.full((kb, padded), float("nan"), device=backend).t()[:m]
         x_scale.copy_(sa)
-    sw = _block_scales(gen, nb, kb)
+    sw = block_scales(gen, nb, kb)
     out = K.fp8_blockwise_scaled_mm(a, weight.t(), x_scale, sw.to(backend).t(), out_dtype)
     a_deq = a.double().cpu() * sa.double().repeat_interleave(128, 1)[:, :k]
     w_full = sw.double().repeat_interleave(128, 0).repeat_interleave(128, 1)[:n, :k]
@@ -134,8 +102,8 @@ def test_fp8_blockwise_routes_to_sglangs_triton(gen: torch.Generator,
     module = types.ModuleType(fp8_gemm.SGLANG_FP8_KERNEL[1])
     module.w8a8_block_fp8_matmul_triton = fake  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    a, weight = _fp8_operand(gen, 3, 256, "cpu"), _fp8_operand(gen, 128, 256, "cpu")
-    x_scale, w_scale = _block_scales(gen, 3, 2), _block_scales(gen, 1, 2)
+    a, weight = fp8_operand(gen, 3, 256, "cpu"), fp8_operand(gen, 128, 256, "cpu")
+    x_scale, w_scale = block_scales(gen, 3, 2), block_scales(gen, 1, 2)
     monkeypatch.delenv("SGLANG_SHIMS_KERNEL_BACKEND", raising=False)
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda t: True))
     monkeypatch.setattr(fp8_gemm, "use_triton", lambda t: True)

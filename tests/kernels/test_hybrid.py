@@ -186,9 +186,11 @@ def test_sglang_051_on_sglang_kernel_045() -> None:
         assert ctx.details["kernel_ops"][name].startswith("real kernel (float16/bfloat16); ours")
 
 
-def test_float32_norms_go_to_ours_half_types_to_the_kernel() -> None:
+@pytest.mark.parametrize("half", ["bfloat16", "float16"])
+def test_float32_norms_go_to_ours_half_types_to_the_kernel(half: str) -> None:
     """The real kernel rejects float32 norms; where the patch acts, ours computes them
-    (checked against RMSNorm in float64 here) and half types still reach the kernel."""
+    (checked against RMSNorm in float64 here) and both half types still reach the kernel,
+    for every norm and gated activation it serves only in half types."""
     need("torch")
     import torch
 
@@ -199,8 +201,10 @@ def test_float32_norms_go_to_ours_half_types_to_the_kernel() -> None:
     x64 = x.double()
     want = x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double()
     assert torch.allclose(got.double(), want, atol=1e-5)
-    half = x.to(torch.bfloat16)
-    assert module.rmsnorm(half, w.to(torch.bfloat16), 1e-6)[0] == "rmsnorm"  # the kernel's
+    dtype = getattr(torch, half)
+    for name in sorted(HALF_ONLY_NORMS):  # the fake kernel answers with its own name
+        assert getattr(module, name)(x.to(dtype), w.to(dtype))[0] == name, (name, half)
+        assert getattr(module, name).__wrapped__.__name__ == "kernel_fn", name
     assert any("float32 calls of" in note for note in ctx.notes), ctx.notes
     assert journal.undo(ctx) == [] and module.rmsnorm(x, w, 1e-6)[0] == "rmsnorm"  # undone: stock
     _APPLIED.remove(ctx)

@@ -4,8 +4,6 @@ fp32 cannot reorder; the tie rules by hand; what it refuses."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the kernel tests need it")
@@ -13,33 +11,10 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the kernel 
 from sglang_shims import kernels as K
 
 from ..support.kernels import triton_skip
+from ..support.references import ref_fused_gate
 
 SEED = 20261201
 triton_skip()  # Triton's interpreter on CPU: before any kernel is defined
-
-
-def ref_fused_gate(x: list[float], bias: list[float], groups: int, topk_group: int, topk: int,
-                   shared: int, factor: float, scale_output: bool
-                   ) -> tuple[list[float], list[int]]:
-    """One row, in float64 and plain Python, from the rules in _moe_gate's docstring."""
-    s = [1 / (1 + math.exp(-v)) for v in x]
-    b = [si + bi for si, bi in zip(s, bias, strict=True)]
-    per = len(x) // groups
-    # the two largest of each group; a group of one adds -FLT_MAX (sgl-kernel's "none")
-    score = [sum([*sorted(b[g * per:(g + 1) * per], reverse=True), -FLT_MAX][:2])
-             for g in range(groups)]
-    kept = sorted(range(groups), key=lambda g: (-score[g], g))[:topk_group]
-    candidates = [e for e in range(len(x)) if e // per in kept]
-    ids = sorted(candidates, key=lambda e: (-b[e], e))[:topk - shared]
-    w = [s[e] for e in ids]
-    total = sum(w)
-    w += [total / factor] * shared
-    ids += [len(x) + i for i in range(shared)]
-    out = [v / total * (factor if scale_output else 1.0) for v in w]
-    return out, ids
-
-
-FLT_MAX = float(torch.finfo(torch.float32).max)
 
 
 GATE_CASES = [  # experts, groups, topk_group, topk, shared

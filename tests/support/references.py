@@ -31,11 +31,15 @@ j-th largest, each expert once, so equal probabilities may come in either order 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 import torch
 
+from .kernels import has_cuda
+
 FP8 = torch.float8_e4m3fn
+FLT_MAX = float(torch.finfo(torch.float32).max)
 
 TOL = {
     torch.float32: (1e-5, 1e-6),
@@ -176,3 +180,61 @@ def spread(gen: torch.Generator, shape: tuple[int, ...], dtype: torch.dtype, dev
     x = torch.randn(*shape, generator=gen) * torch.exp2(torch.randint(-4, 6, (*shape[:-1], 1),
                                                                       generator=gen).double())
     return x.to(dtype).to(dev)
+
+
+def ref_fused_gate(x: list[float], bias: list[float], groups: int, topk_group: int, topk: int,
+                   shared: int, factor: float, scale_output: bool,
+                   rnd: Callable[[float], float] = float) -> tuple[list[float], list[int]]:
+    """One row of ``moe_fused_gate``, in float64 and plain Python, from the rules in the
+    docstring of ``kernels.ops.moe_gate``.  ``rnd`` rounds a value to the input's dtype
+    where sgl-kernel does (the sigmoid, the biased score, a group's score); the identity
+    suits data whose order fp32 cannot change."""
+    s = [rnd(1 / (1 + math.exp(-v))) for v in x]
+    b = [rnd(si + bi) for si, bi in zip(s, bias, strict=True)]
+    per = len(x) // groups
+    # the two largest of each group; a group of one adds -FLT_MAX (sgl-kernel's "none")
+    score = [rnd(sum([*sorted(b[g * per:(g + 1) * per], reverse=True), -FLT_MAX][:2]))
+             for g in range(groups)]
+    kept = sorted(range(groups), key=lambda g: (-score[g], g))[:topk_group]
+    candidates = [e for e in range(len(x)) if e // per in kept]
+    ids = sorted(candidates, key=lambda e: (-b[e], e))[:topk - shared]
+    w = [s[e] for e in ids]
+    total = sum(w)
+    w += [total / factor] * shared
+    ids += [len(x) + i for i in range(shared)]
+    out = [v / total * (factor if scale_output else 1.0) for v in w]
+    return out, ids
+
+
+def ulp(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The spacing of ``dtype`` values at each |v| (float64)."""
+    mant = {torch.bfloat16: 7, torch.float16: 10, torch.float32: 23}[dtype]
+    low = {torch.bfloat16: -126, torch.float16: -14, torch.float32: -126}[dtype]
+    e = torch.floor(torch.log2(v.abs().clamp_min(2.0**low)))
+    return torch.exp2(e - mant)
+
+
+def assert_matmul(out: torch.Tensor, ref: torch.Tensor, magnitude: torch.Tensor,
+                  dtype: torch.dtype) -> None:
+    """``out`` against the float64 ``ref``: within one ``dtype`` step (the rounding; Triton's
+    CPU interpreter truncates to bf16/fp16, so one step, not half) plus the fp32
+    accumulation bound ``2**-20 * sum|a*b|`` (``magnitude``; on a GPU ``2**-11``, since
+    Hopper's FP8 tensor cores accumulate with fewer bits)."""
+    assert out.dtype == dtype
+    got = out.double().cpu()
+    assert torch.isfinite(got).all(), "an element was not written"
+    slack = (2.0**-11 if has_cuda() else 2.0**-20) * magnitude.cpu()
+    err = (got - ref.cpu()).abs()
+    bound = ulp(ref.cpu(), dtype) * 1.0001 + slack
+    assert (err <= bound).all(), f"max error {err.max().item():.3g} (bound there " \
+        f"{bound.flatten()[err.argmax()].item():.3g})"
+
+
+def fp8_operand(gen: torch.Generator, rows: int, cols: int, device: str) -> torch.Tensor:
+    """A matmul operand: normal values times 8, in e4m3."""
+    return (torch.randn(rows, cols, generator=gen) * 8).to(FP8).to(device)
+
+
+def block_scales(gen: torch.Generator, rows: int, cols: int) -> torch.Tensor:
+    """Positive float32 scales, one per block."""
+    return (torch.rand(rows, cols, generator=gen) + 0.05) / 64
