@@ -1,6 +1,6 @@
 """benchmarks/sweep.py without a GPU: candidates, today's config, checking, budget, reports.
 
-Under Triton's interpreter (``TRITON_INTERPRET=1``, set as tests/_triton.py does; compiled
+Under Triton's interpreter (``TRITON_INTERPRET=1``, set as tests/support/kernels.py does; compiled
 kernels instead where CUDA is present), on tiny shapes:
 
 * every op's candidate generator yields configs its kernel accepts and whose output equals
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 else:
     torch = pytest.importorskip("torch", reason="torch is not installed: the sweep needs it")
 
-from ._triton import load_triton, select_backend
-from .support.scripts import load_script
+from ..support.kernels import load_triton, select_backend
+from ..support.scripts import load_script
 
 HAS_CUDA = torch.cuda.is_available()
 KERNEL_MODULES = ("ops.norm.triton", "ops.activation.triton", "ops.moe_align.triton",

@@ -1,4 +1,5 @@
-"""The model a process serves, judged when sglang builds its ``ModelConfig`` (issue 17, item 4).
+"""The model a process serves, judged when sglang builds its ``ModelConfig``
+(``kernels.serving.serving_model``).
 
 Unit tests: a fake ``ModelConfig`` module, imported in each of the three orders the
 patch can meet it (already imported, importing up the stack, not yet imported), a fake
@@ -25,8 +26,8 @@ from sglang_shims.engine.journal import PatchContext
 from sglang_shims.engine.proxy import OptionalSymbol
 from sglang_shims.kernels.serving import model_ops, serving_model
 
-from .support.packages import manifest_text
-from .support.run import run_python
+from ..support.packages import manifest_text
+from ..support.run import run_python
 
 TEXT = manifest_text("model-demo", "demo_kernel", extra=(
     '[[provide]]\nname = "f"\nexported_by = "x"\nremedy = "y"\n'))
@@ -288,9 +289,9 @@ def test_hook_when_the_module_is_importing_up_the_stack(ctx: PatchContext, fake_
                                                         dense_kernel: None) -> None:
     """What sglang does: its model_config imports layers that import sgl_kernel, so the
     patch applies while model_config's body runs, before ModelConfig exists."""
-    inside = textwrap.dedent("""
+    inside = textwrap.dedent(f"""
         from sglang_shims.kernels.serving import serving_model
-        serving_model.observe_models(sys.modules["tests.test_serving_model"].CTX)
+        serving_model.observe_models(sys.modules["{__name__}"].CTX)
     """)
     (fake_sglang / "model_config.py").write_text(FAKE_MODULE.format(inside=inside))
     global CTX

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from .support.run import REPO, Result, clean_env, run_python
+from ..support.run import REPO, Result, clean_env, run_python
 
 RACE = """
 import json, pathlib, sys, time

@@ -14,7 +14,7 @@ the total) fails as surely as a wrong value.  Each call also records the launche
 fails unless the one-launch kernel ran.
 
 Without a GPU the kernels run under Triton's interpreter (``TRITON_INTERPRET=1``, see
-tests/_triton.py); 15-20 s on the 2-core VM.  On a GPU the same tests run compiled,
+tests/support/kernels.py); 15-20 s on the 2-core VM.  On a GPU the same tests run compiled,
 and ``test_one_launch_replays_in_a_cuda_graph`` also captures the op in a CUDA graph.
 """
 
@@ -30,14 +30,14 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the kernel tests need it")
 
-from sglang_shims.kernels.ops import moe_align as A  # noqa: E402
-from sglang_shims.kernels.ops.moe_align import launch as L  # noqa: E402
+from sglang_shims.kernels.ops import moe_align as A
+from sglang_shims.kernels.ops.moe_align import launch as L
 
-from ._align import align_buffers  # noqa: E402
-from ._triton import load_triton, select_backend  # noqa: E402
+from ..support.align import align_buffers, align_reference
+from ..support.kernels import has_cuda, select_backend, triton_skip
 
-HAS_CUDA = torch.cuda.is_available()
-NO_TRITON = load_triton(("ops.moe_align.triton",), HAS_CUDA)
+HAS_CUDA = has_cuda()
+NO_TRITON = triton_skip()
 pytestmark = pytest.mark.skipif(bool(NO_TRITON), reason=NO_TRITON or "triton is here")
 
 ONE = ["moe_align_one"]
@@ -49,30 +49,6 @@ def one_launch_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """The path ships switched off until a GPU has timed it; these tests switch it on at
     the limit it is meant to get."""
     monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", L.ONE_LAUNCH_ON)
-
-
-def reference(ids: list[int], n_buckets: int, bs: int, pad: bool, ignore_invalid: bool,
-              before: list[list[int]]) -> list[list[int]]:
-    """The four buffers after the op, given their contents ``before`` it."""
-    numel = len(ids)
-    buckets: list[list[int]] = [[] for _ in range(n_buckets)]
-    lowest = 0 if ignore_invalid else -1
-    for i, x in enumerate(ids):
-        if lowest <= x < n_buckets - 1:
-            buckets[x + 1].append(i)
-    sorted_ids = [numel] * len(before[0]) if pad else list(before[0])
-    experts, post_pad, cumsum = list(before[1]), list(before[2]), list(before[3])
-    pos = 0
-    for b, tokens in enumerate(buckets):
-        cumsum[b] = pos
-        sorted_ids[pos:pos + len(tokens)] = tokens
-        size = -(-len(tokens) // bs) * bs
-        for block in range(pos // bs, (pos + size) // bs):
-            experts[block] = b - 1
-        pos += size
-    cumsum[n_buckets] = pos
-    post_pad[0] = pos
-    return [sorted_ids, experts, post_pad, cumsum]
 
 
 @contextmanager
@@ -108,7 +84,7 @@ def align_and_compare(ids: torch.Tensor, n_buckets: int, bs: int, pad: bool,
     with recorded_launches() as names:
         A.moe_align_block_size(ids, n_buckets, bs, *bufs, pad, ignore_invalid)
     assert names == want_launches
-    want = reference(ids.flatten().tolist(), n_buckets, bs, pad, ignore_invalid, before)
+    want = align_reference(ids.flatten().tolist(), n_buckets, bs, pad, ignore_invalid, before)
     for label, got, expected in zip(("sorted_token_ids", "experts_ids",
                                      "num_tokens_post_pad", "cumsum_buffer"),
                                     bufs, want, strict=True):
@@ -300,7 +276,7 @@ def test_triton_path_reads_no_device_value(entries: int) -> None:
             A.moe_align_block_size(ids, 17, 16, *bufs, True, False)
         assert names == (ONE if entries <= L.ONE_LAUNCH_MAX_ENTRIES else THREE)
         before = [b.tolist() for b in align_buffers(entries, 17, 16, dev)]
-        want = reference(ids.tolist(), 17, 16, True, False, before)
+        want = align_reference(ids.tolist(), 17, 16, True, False, before)
         assert [b.tolist() for b in bufs] == want
 
 
@@ -324,5 +300,5 @@ def test_one_launch_replays_in_a_cuda_graph(tokens: int) -> None:
             b.copy_(torch.tensor(s, dtype=torch.int32))
         graph.replay()
         torch.cuda.synchronize()
-        want = reference(ids.flatten().tolist(), 129, 64, True, False, before)
+        want = align_reference(ids.flatten().tolist(), 129, 64, True, False, before)
         assert [b.tolist() for b in bufs] == want

@@ -1,12 +1,26 @@
-"""Importing Triton and our kernel modules for the kernel tests, on a GPU or on CPU."""
+"""Running our Triton kernels in tests: compiled on a GPU, under Triton's interpreter on CPU.
+
+Why a module of its own: Triton picks its interpreter when a ``@triton.jit`` function is
+defined, so ``TRITON_INTERPRET=1`` must be set before any kernel module of ours (or Triton
+itself) is imported in the test process.  Every kernel test module calls
+:func:`triton_skip` while it is imported (at collection), which loads every family's
+kernels once, the right way for this machine.
+"""
 
 from __future__ import annotations
 
 import importlib
 import os
+import pkgutil
 import sys
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
+
+import pytest
+
+NO_CUDA = "no CUDA GPU: compiled-kernel tests need one"
+"""The skip reason of a test that needs compiled kernels (on CI_ALLOWED_SKIPS)."""
 
 
 def load_triton(modules: Sequence[str], has_cuda: bool) -> str:
@@ -56,3 +70,33 @@ def select_backend(backend: str, monkeypatch: Any, has_cuda: bool) -> str:
         if not has_cuda:
             monkeypatch.setenv("TRITON_INTERPRET", "1")
     return "cuda" if has_cuda else "cpu"
+
+
+def kernel_modules() -> tuple[str, ...]:
+    """Every family's kernel module, as :func:`load_triton` names them (``ops.<family>.triton``)."""
+    ops = importlib.import_module("sglang_shims.kernels.ops")
+    return tuple(sorted(f"ops.{m.name}.triton" for m in pkgutil.iter_modules(ops.__path__)
+                        if m.ispkg))
+
+
+@cache
+def has_cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+@cache
+def triton_skip() -> str:
+    """:func:`load_triton` for every family's kernels, once a process: "" when they can
+    run here, else why the Triton tests are skipped."""
+    return load_triton(kernel_modules(), has_cuda())
+
+
+def gpu_only(test: Any) -> Any:
+    """Marks a test that needs compiled kernels (``gpu``): skipped with the reason without a
+    GPU, or where Triton cannot run."""
+    for mark in (pytest.mark.gpu, pytest.mark.skipif(not has_cuda(), reason=NO_CUDA),
+                 pytest.mark.skipif(bool(triton_skip()), reason=triton_skip() or "-")):
+        test = mark(test)
+    return test

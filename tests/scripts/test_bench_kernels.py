@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from .support.scripts import load_script
+from ..support.scripts import load_script
 
 pytest.importorskip("torch")
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from .support.run import REPO
+from ..support.run import REPO
 
 PACKAGE = REPO / "sglang_shims"
 KERNELS = PACKAGE / "kernels"

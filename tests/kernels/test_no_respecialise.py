@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import pkgutil
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -29,14 +28,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ._align import align_buffers  # noqa: E402
-from ._triton import load_triton  # noqa: E402
+from ..support.align import align_buffers
+from ..support.kernels import has_cuda, kernel_modules, triton_skip
 
-HAS_CUDA = torch.cuda.is_available()
-KERNEL_MODULES = tuple(sorted(
-    f"ops.{m.name}.triton" for m in pkgutil.iter_modules(
-        importlib.import_module("sglang_shims.kernels.ops").__path__) if m.ispkg))
-NO_TRITON = load_triton(KERNEL_MODULES, HAS_CUDA)
+HAS_CUDA = has_cuda()
+KERNEL_MODULES = kernel_modules()
+NO_TRITON = triton_skip()
 
 # Parameter names that carry a token count or a size derived from it, in our kernels.
 TOKEN_COUNTS = frozenset({"n_rows", "M", "n_groups", "n", "numel", "n_sorted",

@@ -1,10 +1,11 @@
-"""The hybrid kernel tier (issue 15): the real kernel for every op it has, an adapter or
-our kernel for the ops it dropped, a raising proxy for the rest, each choice reported.
+"""The hybrid kernel tier (``kernels.serving.hybrid``): the real kernel for every op it has,
+an adapter or our kernel for the ops it dropped, a raising proxy for the rest, each choice
+reported.
 
 * Every (sglang 0.5.1-0.5.9 release, kernel 0.3.18-0.4.10) pair of the data: the
   provider of each name the patch reports and binds, against rules written here from
   the kernels' history (not from the routing code), and one pair, sglang 0.5.1 on
-  sglang-kernel 0.4.5, spelled out by hand from issue 15.
+  sglang-kernel 0.4.5, spelled out by hand.
 * The adapter on CPU tensors: the real kernel's successor gets the call exactly where
   its result is sglang's (float32, no fused KV write); elsewhere ours, checked against
   a rotation computed here.
@@ -25,21 +26,23 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
+from sglang_shims import kernels as K
 from sglang_shims.catalog.manifest import load_text
 from sglang_shims.engine import journal
 from sglang_shims.engine.journal import PatchContext
 from sglang_shims.engine.proxy import OptionalSymbol
+from sglang_shims.kernels.serving import hybrid
 from sglang_shims.kernels.surface import symbols
 from sglang_shims.testing import standin
 
-from .support.run import REPO, need, run_python
-from .support.stacks import IMPORT_EACH
+from ..support.run import REPO, need, run_python
+from ..support.stacks import IMPORT_EACH
 
 PATCH = REPO / "patches" / "sgl-kernel-missing-symbols"
 OUR_OPS = {"rmsnorm", "fused_add_rmsnorm", "gemma_rmsnorm", "gemma_fused_add_rmsnorm",
            "silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul", "topk_softmax",
            "apply_rope_with_cos_sin_cache_inplace", "FusedSetKVBufferArg",
-           # issue 17: MoE alignment/reduction and FP8 activation quantisation
+           # MoE alignment/reduction, FP8 activation quantisation and matmuls, the gate
            "moe_align_block_size", "moe_sum", "moe_sum_reduce",
            "sgl_per_token_group_quant_fp8", "sgl_per_token_group_quant_8bit",
            "sgl_per_token_quant_fp8", "sgl_per_tensor_quant_fp8",
@@ -164,7 +167,8 @@ def test_every_pair_routes_each_name() -> None:
 
 
 def test_sglang_051_on_sglang_kernel_045() -> None:
-    """Issue 15's pair, by hand: its 15 names plus the two MUSA-only sampling names."""
+    """sglang 0.5.1 on sglang-kernel 0.4.5, by hand: the 15 names the kernel dropped plus
+    the two MUSA-only sampling names."""
     _, ctx = applied("0.5.1", "0.4.5")
     table = {k: v.split(":")[0] for k, v in ctx.details["kernel_ops"].items()
              if not v.startswith("real kernel")}
@@ -182,9 +186,11 @@ def test_sglang_051_on_sglang_kernel_045() -> None:
         assert ctx.details["kernel_ops"][name].startswith("real kernel (float16/bfloat16); ours")
 
 
-def test_float32_norms_go_to_ours_half_types_to_the_kernel() -> None:
+@pytest.mark.parametrize("half", ["bfloat16", "float16"])
+def test_float32_norms_go_to_ours_half_types_to_the_kernel(half: str) -> None:
     """The real kernel rejects float32 norms; where the patch acts, ours computes them
-    (checked against RMSNorm in float64 here) and half types still reach the kernel."""
+    (checked against RMSNorm in float64 here) and both half types still reach the kernel,
+    for every norm and gated activation it serves only in half types."""
     need("torch")
     import torch
 
@@ -195,8 +201,10 @@ def test_float32_norms_go_to_ours_half_types_to_the_kernel() -> None:
     x64 = x.double()
     want = x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double()
     assert torch.allclose(got.double(), want, atol=1e-5)
-    half = x.to(torch.bfloat16)
-    assert module.rmsnorm(half, w.to(torch.bfloat16), 1e-6)[0] == "rmsnorm"  # the kernel's
+    dtype = getattr(torch, half)
+    for name in sorted(HALF_ONLY_NORMS):  # the fake kernel answers with its own name
+        assert getattr(module, name)(x.to(dtype), w.to(dtype))[0] == name, (name, half)
+        assert getattr(module, name).__wrapped__.__name__ == "kernel_fn", name
     assert any("float32 calls of" in note for note in ctx.notes), ctx.notes
     assert journal.undo(ctx) == [] and module.rmsnorm(x, w, 1e-6)[0] == "rmsnorm"  # undone: stock
     _APPLIED.remove(ctx)
@@ -249,8 +257,6 @@ def test_adapter_calls_the_real_kernel_where_exact() -> None:
     pos, q, k, head, cache = _inputs(torch.float32)
     rope(pos, q, k, head, cache, is_neox=True)
     assert seen == [], "the adapter must call the kernel's function it was built with"
-
-    from sglang_shims.kernels.serving import hybrid
 
     calls: list[tuple[Any, ...]] = []
     adapter = hybrid.rope_adapter(lambda *a: calls.append(a), _never)
@@ -393,9 +399,9 @@ def test_serving_graph_on_a_newer_kernel(sglang: str, kernel: str,
 def test_routing_imports_neither_torch_nor_triton() -> None:
     """The patch runs when sgl_kernel is imported; binding ours or the adapter must not
     pull torch or triton into a process whose kernel did not (a stand-in without torch)."""
-    code = """
+    code = f"""
         import sys, types
-        from tests.test_hybrid import applied
+        from {__name__} import applied
         module, ctx = applied("0.5.1", "0.4.5")
         assert ctx.details["kernel_ops"]["FusedSetKVBufferArg"].startswith("ours")
         print(sorted(m for m in ("torch", "triton") if m in sys.modules))
@@ -419,3 +425,18 @@ def test_missing_functions_get_schema_only_torch_ops() -> None:
     torch.library.register_fake(f"sgl_kernel::{name}")(lambda *a: None)  # what sglang does
     assert journal.undo(ctx) == []
     assert not hasattr(torch.ops.sgl_kernel, name)
+
+
+MOE_FP8_OPS = ("moe_align_block_size", "moe_sum", "moe_sum_reduce", "sgl_per_token_group_quant_fp8",
+           "sgl_per_token_group_quant_8bit", "sgl_per_token_quant_fp8",
+           "sgl_per_tensor_quant_fp8", "fp8_scaled_mm", "fp8_blockwise_scaled_mm",
+           "moe_fused_gate")
+
+
+def test_moe_and_fp8_ops_are_served() -> None:
+    """The fallback binds them (kernels.OPS) and the hybrid tier routes missing ones to us."""
+    for name in MOE_FP8_OPS:
+        assert K.OPS[name] is getattr(K, name)
+        assert K.OPS[name].__module__.startswith("sglang_shims.kernels.ops.")
+        assert hybrid.route(name, exported=set()).provider == hybrid.OURS
+        assert hybrid.route(name, exported={name}).provider == hybrid.REAL

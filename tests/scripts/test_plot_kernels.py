@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .support.scripts import REPO, load_script
+from ..support.scripts import REPO, load_script
 
 RESULTS = "benchmarks/results/kernels-aot-h200-2026-12-02.md"
 SVG_NS = "{http://www.w3.org/2000/svg}"

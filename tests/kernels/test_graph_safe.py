@@ -23,9 +23,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from sglang_shims import kernels as K  # noqa: E402
+from sglang_shims import kernels as K
 
-from ._align import align_buffers  # noqa: E402
+from ..support.align import align_buffers
 
 F8 = torch.float8_e4m3fn
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from .support.programs import FAKE_CUDA
-from .support.run import need, run_python
+from ..support.programs import FAKE_CUDA
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 
@@ -156,9 +156,9 @@ def test_real_sglang_0523_judges_while_model_config_is_importing(
         need(module)
     from sglang_shims.testing import wheels
 
-    from .support.stacks import FOR_PY312
-    from .support.stacks import LATE_COMMON as COMMON
-    from .support.stacks import LATE_RELEASES as RELEASES
+    from ..support.stacks import FOR_PY312
+    from ..support.stacks import LATE_COMMON as COMMON
+    from ..support.stacks import LATE_RELEASES as RELEASES
 
     try:
         sglang = wheels.unpack("sglang", "0.5.23", pip_args=FOR_PY312)

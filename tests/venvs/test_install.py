@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from .support.run import REPO
-from .support.venvs import Venv, add_fake_sglang, pip_install, sh
+from ..support.run import REPO
+from ..support.venvs import Venv, add_fake_sglang, pip_install, sh
 
 pytestmark = pytest.mark.venv
 
