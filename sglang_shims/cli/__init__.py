@@ -135,9 +135,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     lines += ["  -> " + line for line in view.judged.fingerprints]
     if m.fingerprints and not view.judged.fingerprints:
         lines.append("  -> not checked here (the patch would not act)")
-    lines += ["", "what it changes:", *_render.paragraph(m.changes)]
-    if m.range_note:
-        lines += ["", "how the range was established:", *_render.paragraph(m.range_note)]
+    lines += ["", "what it changes:", *_render.paragraph(data["changes"])]
+    if data["range"]:
+        lines += ["", "how the range was established:", *_render.paragraph(data["range"])]
     if data["code"]:
         lines += ["", f"code: {data['code']}"]
     _emit(args, data, "\n".join(lines))

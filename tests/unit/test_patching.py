@@ -16,7 +16,7 @@ MANIFEST = demo_manifest("journal-demo", "demo_mod")
 
 
 def context() -> PatchContext:
-    return PatchContext(MANIFEST, types.ModuleType("demo_mod"), {})
+    return PatchContext(MANIFEST, types.ModuleType("demo_mod"))
 
 
 class Model:
