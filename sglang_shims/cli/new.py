@@ -87,26 +87,28 @@ have the break, which first fixed it, and how you checked. -->
 """
 
 TEST = '''\
-"""{id}, applied in-process to a stand-in for its target."""
+"""{id}: the patch applied in-process to a stand-in for its target.
+
+The ``shim_patch`` fixture runs the real engine on ``TARGET``, without a subprocess.
+"""
 
 from __future__ import annotations
 
-import types
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from sglang_shims.testing.inprocess import ShimPatch
 
 PATCH = {folder}
+# The version the gates are judged against, whatever is installed where the test runs.
+VERSIONS = {{"{dist}": "{version}"}}
+
+# The target's body, as little of it as shows the break: what the patch reads and changes.
+TARGET = """\\
+"""
 
 
-def target() -> types.ModuleType:
-    """The target as the test builds it: what the patch reads and changes, no more."""
-    return types.ModuleType("{target}")
-
-
-def test_applies(shim_patch: Callable[..., Any]) -> None:
-    module = target()
-    record = shim_patch(PATCH, module)
+def test_applies(shim_patch: ShimPatch) -> None:
+    record = shim_patch(PATCH, TARGET, versions=VERSIONS)
     assert record.state == "applied", record.reason
 '''
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import types
 from importlib import metadata
 from pathlib import Path
 
@@ -14,13 +13,11 @@ import pytest
 
 from sglang_shims.catalog import load as _catalog
 from sglang_shims.catalog import schema
-from sglang_shims.catalog.load import load_code
 from sglang_shims.catalog.manifest import ManifestError, load_text
 from sglang_shims.cli import main
-from sglang_shims.engine.gates import Environment
-from sglang_shims.engine.journal import PatchContext, Retired
+from sglang_shims.testing.inprocess import ShimPatch
 
-from ..support.run import REPO, need
+from ..support.run import REPO, clean_env, need
 
 TARGET = "hypothesis.core"  # a test dependency: installed wherever the suite runs
 DIST = "hypothesis"
@@ -78,9 +75,7 @@ def test_check_reports_the_unfinished_patch(here: Path, capsys: pytest.CaptureFi
     assert main(["check", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert "evidence must list" in data["not_loaded"]["my-fix"]
-    manifest = here / "patches" / "my-fix" / "manifest.toml"
-    manifest.write_text(manifest.read_text().replace(
-        "evidence = []", 'evidence = ["https://example.org/issue/1"]'))
+    finish_evidence(here / "patches" / "my-fix")
     main(["check", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert "my-fix" not in data["not_loaded"]
@@ -108,21 +103,43 @@ def test_the_schema_flags_only_the_evidence(here: Path, capsys: pytest.CaptureFi
     assert [list(e.absolute_path) for e in errors] == [["evidence"]]
 
 
-def test_the_code_retires_and_the_files_lint(here: Path, capsys: pytest.CaptureFixture[str]
-                                             ) -> None:
-    """patch.py is a real patch that says it is a skeleton; it and the test lint clean."""
+def finish_evidence(folder: Path) -> None:
+    manifest = folder / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace(
+        "evidence = []", 'evidence = ["https://example.org/issue/1"]'))
+
+
+def test_the_skeleton_retires_in_process(here: Path, capsys: pytest.CaptureFixture[str],
+                                         shim_patch: ShimPatch) -> None:
+    """patch.py is a real patch that says it is a skeleton, through the real engine."""
     new(capsys, "my-fix", "--target", TARGET)
-    folder = here / "patches" / "my-fix"
-    manifest = load_text((folder / "manifest.toml").read_text().replace(
-        "evidence = []", 'evidence = ["https://example.org/issue/1"]'), "m", folder, "extra")
-    ctx = PatchContext(manifest, types.ModuleType(TARGET), Environment())
-    with pytest.raises(Retired, match="skeleton"):
-        load_code(manifest).apply(ctx)
+    finish_evidence(here / "patches" / "my-fix")
+    record = shim_patch(here / "patches" / "my-fix", "", versions={DIST: "1.0"})
+    assert record.state == "not-applicable"  # the gate: the version it was written on
+    record = shim_patch(here / "patches" / "my-fix", "",
+                        versions={DIST: metadata.version(DIST).partition("+")[0]})
+    assert (record.state, record.reason) == (
+        "retired", "patch.py is still the skeleton `sglang-shims new` wrote")
+
+
+def test_the_generated_test_runs_and_fails_until_written(
+        here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The test and the code lint clean, and the test fails (the patch retires) until
+    apply() is written: one fresh pytest, as the author would run it."""
+    new(capsys, "my-fix", "--target", TARGET)
+    finish_evidence(here / "patches" / "my-fix")
     need("ruff")
     lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config",
                            str(REPO / "pyproject.toml"), "patches", "tests"],
                           capture_output=True, text=True, check=False)
     assert lint.returncode == 0, lint.stdout + lint.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+         "sglang_shims.testing.pytest_plugin", "tests/patches/test_my_fix.py"],
+        capture_output=True, text=True, check=False, timeout=120,
+        env=clean_env(PYTHONPATH=str(REPO)))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "1 failed" in run.stdout and "still the skeleton" in run.stdout, run.stdout
 
 
 def test_the_test_finds_its_patch_from_anywhere(here: Path,
