@@ -7,6 +7,11 @@ to find there (fingerprints), when it is no longer needed (retire rules), whethe
 is on by default and what happens if it fails (policy).  Validation is strict and
 every message names the file and the field, because a typo in a gate must never
 silently turn a patch off.
+
+What a manifest may hold is written once, as data: the field table (:func:`table`), which
+:func:`parse` checks a manifest against and from which ``catalog.schema`` writes the JSON
+Schema editors validate with.  The value classes below are what a waking process builds
+from ``catalog.json``; the table is built only when TOML is parsed.
 """
 
 from __future__ import annotations
