@@ -6,6 +6,7 @@ TOML files, so this module renders, from the validated built-in manifests:
 * the watch table inside ``_bootstrap.py`` (between its BEGIN/END markers): ``TARGETS``,
   ``OFF_BY_DEFAULT``, ``REQUIRED``, ``STAND_INS``;
 * ``catalog/catalog.json``: every built-in manifest, read by the engine when it wakes;
+* ``patches/manifest.schema.json``: the manifest's JSON Schema, for editors (:mod:`.schema`);
 * ``_activation/sglang_shims.pth``: a comment line and one ``import`` line that checks
   ``SGLANG_SHIMS`` and puts a one-line finder on ``sys.meta_path``; it imports nothing of
   ours until a package one of our patches targets is imported, and never raises;
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from . import data as _data
 from . import load as _catalog
+from . import schema as _schema
 
 PACKAGE = Path(__file__).resolve().parents[1]
 BOOTSTRAP = PACKAGE / "_bootstrap.py"
@@ -185,6 +187,7 @@ def expected(catalog: _catalog.Catalog) -> dict[Path, str]:
     return {
         BOOTSTRAP: head + render_table(catalog) + tail,
         _data.CATALOG_JSON: _data.render(builtin, _catalog.builtin_root()),
+        _schema.path(_catalog.builtin_root()): _schema.render(),
         PTH: pth_text(roots_of(catalog)),
         START: "sglang_shims._bootstrap:start\n",
     }

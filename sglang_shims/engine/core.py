@@ -175,8 +175,7 @@ class Engine:
         """A fresh journal for one patch on ``module``, sharing this process's claims."""
         from .journal import PatchContext
 
-        return PatchContext(manifest, module, self.env.versions, self.claims,
-                            gpus=self.env.gpu, cause=cause)
+        return PatchContext(manifest, module, self.env, self.claims, cause=cause)
 
     def changed(self) -> None:
         """Tell the process that records changed (see :attr:`on_change`)."""

@@ -29,6 +29,7 @@ from packaging.version import Version
 from sglang_shims import kernels as K
 from sglang_shims.catalog.manifest import load_text
 from sglang_shims.engine import journal
+from sglang_shims.engine.gates import Environment
 from sglang_shims.engine.journal import PatchContext
 from sglang_shims.engine.proxy import OptionalSymbol
 from sglang_shims.kernels.serving import hybrid
@@ -95,7 +96,8 @@ def applied(sglang: str, kernel: str) -> tuple[types.ModuleType, PatchContext]:
     module = kernel_module(kernel)
     manifest = load_text((PATCH / "manifest.toml").read_text(), str(PATCH), PATCH)
     dist = standin.dist_name(kernel)
-    ctx = PatchContext(manifest, module, {"sglang": sglang, dist: kernel})
+    ctx = PatchContext(manifest, module,
+                       Environment({"sglang": sglang, dist: kernel}, hermetic=True))
     _APPLIED.append(ctx)
     try:
         _patch().apply(ctx)

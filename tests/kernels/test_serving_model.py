@@ -22,6 +22,7 @@ import pytest
 
 from sglang_shims.catalog.manifest import load_text
 from sglang_shims.engine import journal
+from sglang_shims.engine.gates import Environment
 from sglang_shims.engine.journal import PatchContext
 from sglang_shims.engine.proxy import OptionalSymbol
 from sglang_shims.kernels.serving import model_ops, serving_model
@@ -87,10 +88,16 @@ DENSE_OPS = ("rmsnorm", "fused_add_rmsnorm", "apply_rope_with_cos_sin_cache_inpl
 
 
 @pytest.fixture
-def ctx(monkeypatch: pytest.MonkeyPatch) -> Iterator[PatchContext]:
+def env() -> Environment:
+    """What ``ctx.version`` answers; a test sets another sglang in ``env.versions``."""
+    return Environment({"sglang": "0.5.9"}, hermetic=True)
+
+
+@pytest.fixture
+def ctx(monkeypatch: pytest.MonkeyPatch, env: Environment) -> Iterator[PatchContext]:
     # our logger keeps to its own handler once an engine configured it; caplog reads root
     monkeypatch.setattr(logging.getLogger("sglang_shims"), "propagate", True)
-    context = PatchContext(MANIFEST, types.ModuleType("demo_kernel"), {"sglang": "0.5.9"})
+    context = PatchContext(MANIFEST, types.ModuleType("demo_kernel"), env)
     yield context
     journal.undo(context)
 
@@ -130,11 +137,11 @@ def test_an_op_nothing_serves_is_named_and_warned_once(
     assert len(caplog.records) == 1
 
 
-def test_an_op_the_release_never_calls_cannot_fail_it(ctx: PatchContext,
+def test_an_op_the_release_never_calls_cannot_fail_it(ctx: PatchContext, env: Environment,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """sglang 0.5.1 sums the experts with its own Triton kernel (moe_sum_reduce from
     sgl_kernel only from 0.5.4.post2): absent there, it is not a failure."""
-    ctx.versions["sglang"] = "0.5.1"
+    env.versions["sglang"] = "0.5.1"
     monkeypatch.setitem(sys.modules, "sgl_kernel", kernel(
         True, topk_softmax=ours("t"), moe_align_block_size=ours("a"),
         **{op: ours(op) for op in DENSE_OPS}))
@@ -143,11 +150,11 @@ def test_an_op_the_release_never_calls_cannot_fail_it(ctx: PatchContext,
     assert entry["ops"]["moe_sum_reduce"].startswith("not called: sglang 0.5.1")
 
 
-def test_an_op_the_pinned_kernel_lacks_is_not_called(ctx: PatchContext,
+def test_an_op_the_pinned_kernel_lacks_is_not_called(ctx: PatchContext, env: Environment,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """sglang 0.5.23 runs RoPE as its own JIT kernel; its pin, sglang-kernel 0.4.10, has no
     apply_rope_with_cos_sin_cache_inplace, so the stand-in lacking it fails nothing."""
-    ctx.versions["sglang"] = "0.5.23"
+    env.versions["sglang"] = "0.5.23"
     monkeypatch.setitem(sys.modules, "sgl_kernel", kernel(True, **{
         op: ours(op) for op in DENSE_OPS if op != "apply_rope_with_cos_sin_cache_inplace"}))
     entry = serving_model.record_model(ctx, FakeModelConfig("/m/dense", DENSE))
@@ -155,12 +162,13 @@ def test_an_op_the_pinned_kernel_lacks_is_not_called(ctx: PatchContext,
     assert entry["ops"]["apply_rope_with_cos_sin_cache_inplace"] == (
         "not called: sglang-kernel==0.4.10, which sglang 0.5.23 pins, has no"
         " apply_rope_with_cos_sin_cache_inplace")
-    ctx.versions["sglang"] = "0.5.9"  # pins sgl-kernel 0.3.21, which has it: a failure
+    env.versions["sglang"] = "0.5.9"  # pins sgl-kernel 0.3.21, which has it: a failure
     entry = serving_model.record_model(ctx, FakeModelConfig("/m/dense", DENSE))
     assert entry["would_fail"] == ["apply_rope_with_cos_sin_cache_inplace"]
 
 
-def test_hybrid_labels_and_online_fp8(ctx: PatchContext, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hybrid_labels_and_online_fp8(ctx: PatchContext, env: Environment,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The hybrid's table gives its labels; ``--quantization fp8`` on a bf16 checkpoint
     reaches the per-channel FP8 ops (sglang's own choice decides, not the checkpoint)."""
     table = {"apply_rope_with_cos_sin_cache_inplace": "adapter: sgl_kernel.rotary_embedding",
@@ -170,7 +178,7 @@ def test_hybrid_labels_and_online_fp8(ctx: PatchContext, monkeypatch: pytest.Mon
         sgl_per_token_quant_fp8=real("q"), sgl_per_tensor_quant_fp8=real("t"),
         **{op: real(op) for op in DENSE_OPS}))
     ctx.details["kernel_ops"] = table
-    ctx.versions["sglang"] = "0.5.5"  # calls all three FP8 ops from sgl_kernel
+    env.versions["sglang"] = "0.5.5"  # calls all three FP8 ops from sgl_kernel
     entry = serving_model.record_model(ctx, FakeModelConfig("/m/d", DENSE, quantization="fp8"))
     assert entry["quantization"] == "fp8"
     assert entry["ops"] == {"rmsnorm": table["rmsnorm"], "fused_add_rmsnorm": "real kernel",
@@ -381,9 +389,9 @@ def test_waiting_for_model_config_imports_nothing() -> None:
         from sglang_shims.catalog.manifest import load_text
         from sglang_shims.engine.journal import PatchContext
         manifest = load_text(TEXT, "t")
+        ctx = PatchContext(manifest, types.ModuleType("demo_kernel"))
         before = set(sys.modules)
         from sglang_shims.kernels.serving import serving_model
-        ctx = PatchContext(manifest, types.ModuleType("demo_kernel"), {})
         finders = len(sys.meta_path)
         serving_model.observe_models(ctx)
         print(json.dumps({"new": sorted(set(sys.modules) - before),

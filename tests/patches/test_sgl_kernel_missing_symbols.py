@@ -27,6 +27,7 @@ from packaging.version import Version
 
 from sglang_shims.catalog.manifest import load_text
 from sglang_shims.engine import journal
+from sglang_shims.engine.gates import Environment
 from sglang_shims.engine.journal import PatchContext, Retired
 from sglang_shims.kernels.surface import symbols
 from sglang_shims.testing import standin, wheels
@@ -146,7 +147,8 @@ def test_every_pair_of_the_data() -> None:
 
 def _ctx(module: types.ModuleType, sglang: str, kernel: str) -> PatchContext:
     manifest = load_text((PATCH / "manifest.toml").read_text(), str(PATCH), PATCH)
-    return PatchContext(manifest, module, {"sglang": sglang, "sgl-kernel": kernel})
+    return PatchContext(manifest, module,
+                        Environment({"sglang": sglang, "sgl-kernel": kernel}, hermetic=True))
 
 
 def test_apply_supplies_and_explains() -> None:

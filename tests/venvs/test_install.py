@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from sglang_shims.catalog import prose
+
 from ..support.run import REPO
 from ..support.venvs import Venv, add_fake_sglang, pip_install, sh
 
@@ -34,6 +36,11 @@ def test_pip_install_activates_and_uninstalls_cleanly(
     assert (venv.site / "sglang_shims.start").read_text() == "sglang_shims._bootstrap:start\n"
     assert not (venv.site / "patches").exists()
     assert (venv.site / "sglang_shims/patches/sgl-kernel-fused-marlin-moe/manifest.toml").is_file()
+    # the prose ships beside the manifest (not in catalog.json), and explain reads it there
+    readme = venv.site / "sglang_shims/patches/sgl-kernel-fused-marlin-moe/README.md"
+    assert (venv.site / "sglang_shims/patches/manifest.schema.json").is_file()
+    shown = venv.run("-m", "sglang_shims", "explain", "sgl-kernel-fused-marlin-moe", "--json")
+    assert json.loads(shown.stdout)["changes"] == prose.sections(readme.read_text())["changes"]
 
     add_fake_sglang(venv, standin_kernel("0.3.18"))
     ok = venv.run("-c", IMPORT_AWQ)

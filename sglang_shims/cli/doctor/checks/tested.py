@@ -16,13 +16,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ....patching.dists import KERNEL_DISTS
 from ..facts import Facts
 from ..finding import Finding, Level
 from ..version_text import public_version
 
 DATA = Path(__file__).parents[1] / "compatibility.json"
 CHECK = "tested"
-KERNEL_DISTS = ("sglang-kernel", "sgl-kernel")
 
 
 @cache
