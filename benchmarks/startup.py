@@ -9,10 +9,12 @@ time (user + system of the child, from ``wait4``: waiting for a core is not coun
 matters on a shared machine): the ratio of the medians to the bare venv's, and the median of
 the per-round ratios (each run paired with the bare venv's run of the same round).
 ``--before WHEEL`` measures a second wheel in the same rounds (e.g. main's), so that before
-and after see the same machine.
+and after see the same machine.  ``--instructions`` adds what no load disturbs: the
+instructions each command executes, counted once under valgrind (``callgrind``; fixed hash
+seed), which leaves out the kernel's share (page faults, system calls).
 
     python benchmarks/startup.py [--rounds 400] [--wheel dist/sglang_shims-*.whl]
-                                 [--before OLD.whl] [--start-only]
+                                 [--before OLD.whl] [--start-only] [--instructions]
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import json
 import os
 import platform
 import random
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -112,8 +116,21 @@ def base_env(**extra: str) -> dict[str, str]:
 BARE = "bare venv"
 
 
-def start_up(tmp: Path, wheel: Path, before: Path | None, extra: Path, rounds: int
-             ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+def instructions(commands: dict[str, list[str]], env: dict[str, dict[str, str]]
+                 ) -> dict[str, int]:
+    """Instructions executed by each command (user space), counted by callgrind."""
+    counts = {}
+    for name, command in commands.items():
+        done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                               *command], env={**env[name], "PYTHONHASHSEED": "0"},
+                              capture_output=True, text=True, check=True)
+        counts[name] = int(re.search(r"Collected : (\d+)", done.stderr)[1])  # type: ignore[index]
+    return counts
+
+
+def start_up(tmp: Path, wheel: Path, before: Path | None, extra: Path
+             ) -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
+    """``python -c pass`` in each venv, and its environment."""
     with_shims = make_venv(tmp / "with", wheel)
     pythons = {BARE: make_venv(tmp / "without", None),
                "reference: a .pth line `import sys` (the floor)":
@@ -129,8 +146,7 @@ def start_up(tmp: Path, wheel: Path, before: Path | None, extra: Path, rounds: i
     if before is not None:
         pythons["with sglang-shims, the --before wheel"] = make_venv(tmp / "before", before)
         envs["with sglang-shims, the --before wheel"] = base_env()
-    return time_runs({name: [str(python), "-c", "pass"] for name, python in pythons.items()},
-                     rounds, envs)
+    return {name: [str(python), "-c", "pass"] for name, python in pythons.items()}, envs
 
 
 def first_import(tmp: Path, python: Path, kernel: Path, extra: Path, rounds: int
@@ -190,6 +206,8 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="a second wheel, measured in the same rounds")
     parser.add_argument("--start-only", action="store_true",
                         help="only `python -c pass`, not the first watched import")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each command's instructions under valgrind")
     parser.add_argument("--pip-args", default="", help="extra pip arguments, one string")
     args = parser.parse_args()
     PIP_ARGS.extend(args.pip_args.split())
@@ -204,8 +222,12 @@ def main() -> None:
         (extra / "demo-extra" / "manifest.toml").write_text(
             'id = "demo-extra"\n[target]\nmodule = "json.decoder"\n')
         extra.chmod(0o700)
-        wall, cpu = start_up(tmp, wheel, args.before, extra, args.rounds)
+        commands, envs = start_up(tmp, wheel, args.before, extra)
+        wall, cpu = time_runs(commands, args.rounds, envs)
         load_after = os.getloadavg()
+        if args.instructions and not shutil.which("valgrind"):
+            raise SystemExit("--instructions needs valgrind")
+        counted = instructions(commands, envs) if args.instructions else {}
         if not args.start_only:
             kernel = standin.build("0.3.18", tmp / "kernel")
             meta = tmp / "kernel" / "sglang-0.5.1.dist-info"
@@ -219,6 +241,11 @@ def main() -> None:
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}; rounds: {args.rounds};"
           f" load average (1 min) {load_before[0]:.1f} before, {load_after[0]:.1f} after")
     print_start_up(wall, cpu)
+    if counted:
+        print("\n| `python -c pass`, instructions (callgrind) | millions | ratio to bare |")
+        print("|---|---|---|")
+        for name, count in counted.items():
+            print(f"| {name} | {count / 1e6:.2f} | **{count / counted[BARE]:.3f}** |")
     if args.start_only:
         return
     print("\n| first `import sgl_kernel` (stand-in 0.3.18, sglang 0.5.1 metadata), timed "

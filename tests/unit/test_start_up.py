@@ -10,6 +10,7 @@ generated ``.pth``, is held by ``tests/process/test_start_up.py``.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
 from collections.abc import Iterator
@@ -58,6 +59,20 @@ def test_loading_the_file_under_another_name_starts_nothing(meta_path: list[obje
     before = list(meta_path)
     load_start_module("another_name")
     assert meta_path == before
+
+
+def test_it_imports_only_sys_and_os_anywhere() -> None:
+    """Not at module level, not in a function (what sits under ``if TYPE_CHECKING`` never
+    runs): nothing of the package, which it finds and loads without the import system."""
+    tree = ast.parse(SOURCE.read_text(encoding="utf-8"))
+    typing_only = {id(n) for node in ast.walk(tree)
+                   if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+                   for stmt in node.body for n in ast.walk(stmt)}
+    imported = {alias.name for node in ast.walk(tree) if id(node) not in typing_only
+                and isinstance(node, ast.Import) for alias in node.names}
+    assert not [node for node in ast.walk(tree) if id(node) not in typing_only
+                and isinstance(node, ast.ImportFrom)]
+    assert imported == {"os", "sys"}
 
 
 def test_roots_are_the_manifests_roots() -> None:
