@@ -2,7 +2,7 @@
 runs them (``site.addsitedir`` on ``sglang_shims/_activation``, which the wheel lays out at
 the top of site-packages): what is loaded at start, which imports wake the bootstrap, and
 from where.  The same code in a wheel installed by pip, uv and ``pip install -e`` is held by
-``tests/venvs/test_activation.py``; its parts, in-process, by ``tests/unit/test_start_up.py``.
+``tests/venvs/test_install.py``; its parts, in-process, by ``tests/unit/test_start_up.py``.
 """
 
 from __future__ import annotations
