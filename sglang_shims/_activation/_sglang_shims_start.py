@@ -19,18 +19,18 @@ imports our package; imported under its own name, it calls :func:`start`, which
 Python 3.15+ ignores the ``.pth`` line (PEP 829) and imports this module through
 ``sglang_shims.start``, whose entry point, :func:`start`, then finds it already started.
 
-What start-up costs, and why the code has this shape (CPython 3.11 instruction counts of
-``python -c pass``, which takes about 35 million): a ``.pth`` line is compiled at every
-start, and the compiler is slow to warm up -- the previous one-line finder cost 3.2 million,
-a line with any lambda at least 1.2 million, and even ``; module.start()`` after the import
-0.13 million -- while this module comes from the ``.pyc`` that the installer wrote.  Any
-``.pth`` line costs 0.3 million, importing an empty module 0.4 million more, and this one
-0.3 million beyond that.  So the line is only the import; the finder is a namespace with a
-closure, since creating a class costs 0.1 million; the module imports nothing, not even
-``typing``; and its globals hold no module but ``sys``: the finder lives until the
-interpreter's very end (the interpreter keeps a copy of ``sys.meta_path``), and a module
-its functions' globals held (``os``) would then be torn down the slow way at exit, another
-0.45 million.  Plain syntax: this environment's interpreter may be 3.10.
+What start-up costs, and why the code has this shape (CPython 3.11, instructions executed
+by ``python -c pass``, about 35 million; ``benchmarks/README.md``).  A ``.pth`` line is
+compiled at every start, and the compiler is slow when cold: the one-line finder this module
+replaced cost 3.2 million, a line with any lambda at least 1.2 million, and even
+``; _sglang_shims_start.start()`` after the import 0.13 million; this module comes from the
+``.pyc`` that the installer wrote.  Any ``.pth`` line costs 0.3 million, importing an empty
+module 0.4 million more, and this one 0.36 million beyond that.  So the line is only the
+import; the finder is a namespace with a closure, since creating a class costs 0.1 million;
+the module imports nothing, not even ``typing``; and its globals hold no module but ``sys``:
+the finder lives until the interpreter's very end (the interpreter keeps a copy of
+``sys.meta_path``), and a module its functions' globals held (``os``) would be torn down the
+slow way at exit, another 0.45 million.  Plain syntax: this environment's Python may be 3.10.
 """
 
 import sys
