@@ -177,8 +177,11 @@ def test_a_missing_package_is_told_once_at_the_first_root(
     stage = START.first_stage("roots", [str(tmp_path)], "pth")
     monkeypatch.setattr(sys, "meta_path", [stage])  # no other finder has the package either
     root = START.ROOTS[0]
-    assert stage.find_spec(root, None, None) is None
-    assert stage.find_spec(root, None, None) is None
+    try:
+        answers = [stage.find_spec(root, None, None) for _ in range(2)]
+    finally:
+        monkeypatch.undo()  # this process's finders and modules back before anything imports
+    assert answers == [None, None]
     err = capsys.readouterr().err
     assert err.count("No module named 'sglang_shims'") == 1, err
 
