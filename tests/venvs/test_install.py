@@ -32,8 +32,9 @@ def test_pip_install_activates_and_uninstalls_cleanly(
         wheel: Path, make_venv: Callable[[], Venv], standin_kernel: Callable[..., Path]) -> None:
     venv = make_venv()
     pip_install(venv, wheel)
-    assert (venv.site / "sglang_shims.pth").is_file()
-    assert (venv.site / "sglang_shims.start").read_text() == "sglang_shims._bootstrap:start\n"
+    assert (venv.site / "sglang_shims.pth").read_text().endswith("\nimport _sglang_shims_start\n")
+    assert (venv.site / "sglang_shims.start").read_text() == "_sglang_shims_start:start\n"
+    assert (venv.site / "_sglang_shims_start.py").is_file()
     assert not (venv.site / "patches").exists()
     assert (venv.site / "sglang_shims/patches/sgl-kernel-fused-marlin-moe/manifest.toml").is_file()
     # the prose ships beside the manifest (not in catalog.json), and explain reads it there
@@ -62,29 +63,35 @@ def test_pip_install_activates_and_uninstalls_cleanly(
     sh(sys.executable, "-m", "pip", "--python", venv.python, "uninstall", "-y", "-q",
        "sglang-shims")
     assert venv.ours() == [], "uninstall left files behind"
+    assert not list(venv.site.glob("__pycache__/_sglang_shims_start*")), "or its bytecode"
 
 
 def test_nothing_of_ours_imported_at_start(wheel: Path, make_venv: Callable[[], Venv],
                                           standin_kernel: Callable[..., Path],
                                           tmp_path: Path) -> None:
-    """The .pth line imports nothing: our modules load at the first watched import only,
-    also with toggles or SGLANG_SHIMS_PATH set, whose warnings wait for that import too."""
+    """The .pth line imports the start-up module beside it and nothing of the package, nor
+    anything else: our package loads at the first watched import only, also with toggles or
+    SGLANG_SHIMS_PATH set, whose warnings wait for that import too."""
     venv = make_venv()
     pip_install(venv, wheel)
     extra = tmp_path / "extra"
     extra.mkdir(mode=0o700)
     loaded = "import sys; print(sorted(m for m in sys.modules if 'shims' in m))"
+    bare = make_venv()  # what a venv without sglang-shims imports at start
+    stock = {line.rpartition("|")[2].strip() for line in bare.run(
+        "-X", "importtime", "-c", "pass").stderr.splitlines()}
     for env in ({}, {"SGLANG_SHIMS": "0"}, {"SGLANG_SHIMS_DISABLED": "x"},
                 {"SGLANG_SHIMS_PATH": str(extra)}):
         out = venv.run("-X", "importtime", "-c", loaded, **env)
-        assert out.stdout.strip() == "[]", env
-        assert "sglang_shims" not in out.stderr.replace("import time", ""), env
+        assert out.stdout.strip() == "['_sglang_shims_start']", env
+        imported = {line.rpartition("|")[2].strip() for line in out.stderr.splitlines()}
+        assert imported - stock == {"_sglang_shims_start"}, env
         assert "warning" not in out.stderr.lower(), env
     add_fake_sglang(venv, standin_kernel("0.3.18"))
     woke = venv.run("-c", "import sgl_kernel; " + loaded)
     assert "'sglang_shims._bootstrap'" in woke.stdout and "'sglang_shims.engine'" in woke.stdout
     assert venv.run("-c", "import sgl_kernel; " + loaded, SGLANG_SHIMS="0").stdout.strip() \
-        == "[]"
+        == "['_sglang_shims_start']"
 
 
 def test_editable_install_activates(make_venv: Callable[[], Venv],
@@ -95,6 +102,7 @@ def test_editable_install_activates(make_venv: Callable[[], Venv],
                                                              ".venv*", "dist", "build"))
     pip_install(venv, "-e", src)
     assert (venv.site / "sglang_shims.pth").is_file()
+    assert (venv.site / "_sglang_shims_start.py").is_file()
     add_fake_sglang(venv, standin_kernel("0.3.18"))
     ok = venv.run("-c", IMPORT_AWQ + "; import sglang_shims; print(sglang_shims.__file__)")
     assert ok.returncode == 0, ok.stderr
@@ -155,6 +163,14 @@ def test_half_installed_package_never_breaks_start(
     # an end user is told what to do, not a developer command
     assert "pip install --force-reinstall sglang-shims" in out.stderr
     assert "codegen" not in out.stderr
+    # the package folder removed by hand: the start-up module beside the .pth stays silent
+    # until the first watched import, and then names what is missing
+    shutil.rmtree(venv.site / "sglang_shims")
+    assert venv.run("-c", "pass").stderr == ""
+    out = venv.run("-c", "import sgl_kernel")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("sglang-shims: start-up hook failed (ModuleNotFoundError: No module"
+                            " named 'sglang_shims')") == 1, out.stderr
 
 
 def test_sglang_plugin_entry_point(wheel: Path, make_venv: Callable[[], Venv],
