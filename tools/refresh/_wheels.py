@@ -18,7 +18,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import pypi
 from ._pysurface import PACKAGE
+
+__all__ = ["pypi"]
 
 # Any x86_64 Linux wheel will do: the .py files are the same in every build of a release.
 # pip matches an explicit --platform exactly, so each manylinux spelling is listed; a
@@ -42,6 +45,29 @@ def _pip(*args: str) -> str:
     if result.returncode:
         raise RuntimeError(f"pip {' '.join(args[:2])} failed: {result.stderr.strip()[-800:]}")
     return result.stdout
+
+
+def x86_64(dist: str, index: str = pypi.PYPI) -> dict[str, dict[str, tuple[str, int]]]:
+    """{version: {file: (sha256, size)}} of the x86_64 Linux wheels TARGET accepts, for
+    every version of ``dist`` that has one, oldest first (read from the simple API, which
+    also says whether a file read before is still the one served)."""
+    out = {}
+    for version, release in pypi.listing(dist, index).items():
+        files = {f: v for f, v in release.files.items() if _x86_64(f)}
+        if files:
+            out[version] = files
+    return out
+
+
+def _x86_64(filename: str) -> bool:
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        tags = parse_wheel_filename(filename)[3]
+    except InvalidWheelFilename:
+        return False
+    return any(t.platform.endswith("x86_64") and t.platform.startswith("manylinux")
+               and (t.abi == "abi3" or t.interpreter == "cp312") for t in tags)
 
 
 def published(dist: str) -> list[str]:
