@@ -200,6 +200,16 @@ def test_doctor_says_what_the_matrix_saw(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "4.55.2" in bad.remedy
 
 
+def test_doctor_says_a_release_newer_than_the_matrix_is_untested(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    (finding,) = _doctor(monkeypatch, _matrix(), sglang="0.9.0")
+    assert finding.level == "info"
+    assert finding.detail.startswith("sglang 0.9.0 is newer than the tested matrix (newest"
+                                     " tested: 0.5.1); ")
+    assert "patches apply by range" in finding.detail or "patch apply" in finding.detail
+    assert "sglang-shims status" in finding.remedy
+
+
 @pytest.mark.parametrize(("versions", "words"), [
     ({"sglang": "0.5.2"}, "was not run yet"),
     ({"sglang": "0.4.9"}, "is not in the compatibility matrix"),
@@ -225,7 +235,7 @@ def test_shipped_data_reads_for_every_cell(monkeypatch: pytest.MonkeyPatch) -> N
     for release, entry in data["releases"].items():
         for cell in entry["cells"]:
             tf = entry["pins"].get("transformers") if cell["transformers"] == "pinned" \
-                else data["index"]["transformers5"]
+                else entry["versions"].get("transformers5", data["index"]["transformers5"])
             kernel = None if cell["kernel"] == "none" else entry["kernels"][cell["kernel"]]
             versions = {"sglang": release, "transformers": tf, "sgl-kernel": kernel}
             findings = _doctor(monkeypatch, data, **versions)

@@ -138,9 +138,9 @@ def news(context: Context, matrix: dict[str, Any]) -> list[New]:
             fresh = [v for v in finals if (Version(v) > newest if newest else
                                            finals[v]["uploaded"] > ran_on)]
         if fresh:
-            newest = max(fresh, key=Version)
+            top = max(fresh, key=Version)
             more = f" (and {len(fresh) - 1} earlier)" if len(fresh) > 1 else ""
-            out.append(New(project, newest, finals[newest]["uploaded"], base + more))
+            out.append(New(project, top, finals[top]["uploaded"], base + more))
     return out
 
 

@@ -178,3 +178,43 @@ def check_plots(context: Context) -> list[str]:
 def write_plots(context: Context) -> None:
     for rel, text in _plots(context).items():
         _write(context, rel, text)
+
+
+# -- the newest tested releases (sglang_shims/catalog/tested.json) ------------------------
+
+TESTED = "sglang_shims/catalog/tested.json"
+
+
+def tested_text(context: Context) -> str:
+    """From the matrix: the newest sglang it ran, the newest transformers, the torch and
+    triton it ran on; from the kernel exports: the newest kernel of each name."""
+    from tools.matrix import run
+
+    matrix = run.load(run.DATA)
+    entries = list(matrix["releases"].values())
+
+    def top(values: list[str | None]) -> str | None:
+        found = [Version(v.partition("+")[0]) for v in values if v]
+        return str(max(found)) if found else None
+
+    exports = json.loads((context.root / "sglang_shims/kernels/surface/data/"
+                          "sgl_kernel_exports.json").read_text(encoding="utf-8"))
+    newest = {
+        "sglang": top(list(matrix["releases"])),
+        "transformers": top([e["versions"].get("transformers5") for e in entries]),
+        "torch": top([e["versions"].get("torch") for e in entries]),
+        "triton": top([e["versions"].get("triton") for e in entries]),
+        **{dist: top(found) for dist, found in
+           exports["generated_by"]["inputs"]["index"].items()},
+    }
+    return json.dumps({"newest": {k: v for k, v in sorted(newest.items()) if v},
+                       "source": "tools/refresh (tested): the compatibility matrix and the"
+                                 " kernel exports"}, indent=1) + "\n"
+
+
+def check_tested(context: Context) -> list[str]:
+    return _stale(context, TESTED, tested_text(context))
+
+
+def write_tested(context: Context) -> None:
+    _write(context, TESTED, tested_text(context))
