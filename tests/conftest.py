@@ -18,6 +18,7 @@ pytest_plugins = [
     "sglang_shims.testing.pytest_plugin",  # real wheels: sglang_release, pypi_release, ...
     "tests.support.ci_skips",  # under SGLANG_SHIMS_CI=1 an unlisted skip is a failure
     "tests.support.stacks",  # sglang051, sglang0513, sglang0517
+    "tests.support.fetch_log",  # SGLANG_SHIMS_FETCH_LOG=FILE: what the suite downloads
 ]
 
 # Property tests check behaviour, never speed (speed lives in benchmarks/): no deadline,

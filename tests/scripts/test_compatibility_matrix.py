@@ -22,6 +22,7 @@ from sglang_shims.engine.gates import Environment
 from tools.matrix import render, run
 
 from ..support.run import need
+from ..support.stacks import locked_overlay
 
 # A sample that spans the patch ranges, each cell with no kernel installed:
 # 0.5.5 stock (fails: the kernel is missing) and with the shims (the fallback serves the
@@ -262,8 +263,9 @@ def sample_data() -> dict[str, Any]:
 @pytest.mark.wheels
 @pytest.mark.parametrize(("release", "flavour", "mode"), CI_SAMPLE)
 def test_ci_sample(release: str, flavour: str, mode: str, sample_data: dict[str, Any]) -> None:
-    """One real cell per line of CI_SAMPLE (no kernel installed): it ends as the committed
-    run recorded, and with the shims it never fails."""
+    """One real cell per line of CI_SAMPLE (no kernel installed), in the environment the
+    run recorded (its lock): it ends as the committed run recorded, and with the shims it
+    never fails."""
     for module in ("torch", "transformers", "fastapi", "zmq", "uv"):
         need(module)
     from sglang_shims.testing import wheels
@@ -272,8 +274,8 @@ def test_ci_sample(release: str, flavour: str, mode: str, sample_data: dict[str,
     assert entry is not None, f"{release} is missing from the committed matrix"
     recorded = render.verdict(render.cell_of(entry, flavour, "none", mode))
     root = wheels.unpack("sglang", release)
-    tf = None if flavour == "pinned" else sample_data["index"]["transformers5"]
-    extra = run.overlay(release, root, tf)
+    tf = None if flavour == "pinned" else entry["versions"]["transformers5"]
+    extra = locked_overlay(release, root, tf)  # the environment the run recorded
     cell = run._trim(run.run_cell([extra / "site", root], shims=mode == "shims", model=True))
     assert render.verdict(cell) == recorded, json.dumps(cell, indent=1)[-3000:]
     if mode == "shims":
