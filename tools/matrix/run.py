@@ -50,7 +50,9 @@ from sglang_shims.testing import standin, wheels
 from tests.support.programs import FAKE_CUDA, assemble
 from tests.support.run import ACTIVATE, REPO, SITE_PACKAGES, clean_env
 
-DATA = REPO / "sglang_shims" / "cli" / "doctor" / "compatibility.json"
+DATA = Path(__file__).with_name("compatibility.json")
+"""Every run's full record; ``doctor`` ships the part it reads (``python -m tools.refresh
+compatibility-runtime``)."""
 PROBE = Path(__file__).with_name("probe.py")
 FIRST = Version("0.5.1")
 """The oldest release the matrix runs (the first on today's torch line); there is no

@@ -8,6 +8,7 @@ import io
 import json
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from packaging.version import Version
 
@@ -197,8 +198,8 @@ def tested_text(context: Context) -> str:
         found = [Version(v.partition("+")[0]) for v in values if v]
         return str(max(found)) if found else None
 
-    exports = json.loads((context.root / "sglang_shims/kernels/surface/data/"
-                          "sgl_kernel_exports.json").read_text(encoding="utf-8"))
+    exports = json.loads((context.root / "tools/refresh/data/sgl_kernel_exports.json"
+                          ).read_text(encoding="utf-8"))
     newest = {
         "sglang": top(list(matrix["releases"])),
         "transformers": top([e["versions"].get("transformers5") for e in entries]),
@@ -218,3 +219,68 @@ def check_tested(context: Context) -> list[str]:
 
 def write_tested(context: Context) -> None:
     _write(context, TESTED, tested_text(context))
+
+
+# -- the kernel exports the package ships ------------------------------------------------
+
+EXPORTS_RUNTIME = "sglang_shims/kernels/surface/data/sgl_kernel_exports.json"
+
+
+def _exports_runtime(context: Context) -> str:
+    from . import kernel_exports
+
+    full = json.loads(kernel_exports.default_output(context.root).read_text(encoding="utf-8"))
+    return kernel_exports.compact(full)
+
+
+def check_exports_runtime(context: Context) -> list[str]:
+    return _stale(context, EXPORTS_RUNTIME, _exports_runtime(context))
+
+
+def write_exports_runtime(context: Context) -> None:
+    _write(context, EXPORTS_RUNTIME, _exports_runtime(context))
+
+
+# -- the part of the matrix doctor reads -------------------------------------------------
+
+MATRIX_RUNTIME = "sglang_shims/cli/doctor/compatibility.json"
+_CELL_OUTCOMES = ("not_run", "env_error", "crash")
+
+
+def _runtime_cell(cell: dict[str, Any]) -> dict[str, Any]:
+    """A cell as ``doctor``'s check reads it (sglang_shims/cli/doctor/checks/tested.py):
+    which cell, how it ended, the first failing module and error."""
+    out = {k: cell[k] for k in ("transformers", "kernel", "mode")}
+    out.update({k: cell[k] for k in _CELL_OUTCOMES if k in cell})
+    graph = cell.get("graph")
+    if graph is not None:
+        first = graph.get("first")
+        out["graph"] = {"ok": graph["ok"], "failed": graph.get("failed"),
+                        "of": graph.get("of"),
+                        "first": first and {k: first.get(k) for k in ("module", "error")}}
+    if cell.get("model") is not None:
+        out["model"] = {k: cell["model"].get(k) for k in ("ok", "error")}
+    return out
+
+
+def _matrix_runtime(context: Context) -> str:
+    from tools.matrix import run
+
+    data = run.load(run.DATA)
+    releases = {
+        release: {"cells": [_runtime_cell(c) for c in entry["cells"]], "date": entry["date"],
+                  "kernels": entry.get("kernels", {}), "pins": entry["pins"],
+                  "versions": {k: entry["versions"].get(k) for k in ("torch", "transformers5")}}
+        for release, entry in data["releases"].items()}
+    return json.dumps({"index": data.get("index", {}), "releases": releases,
+                       "source": "tools/matrix/compatibility.json, the part doctor reads"
+                                 " (python -m tools.refresh compatibility-runtime)"},
+                      separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+def check_matrix_runtime(context: Context) -> list[str]:
+    return _stale(context, MATRIX_RUNTIME, _matrix_runtime(context))
+
+
+def write_matrix_runtime(context: Context) -> None:
+    _write(context, MATRIX_RUNTIME, _matrix_runtime(context))

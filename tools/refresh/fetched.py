@@ -24,7 +24,7 @@ from .context import REPO, Context, log
 __all__ = ["kernel_exports", "release_index", "snapshot"]
 
 SNAPSHOT = "tools/refresh/data/index.json"
-EXPORTS = "sglang_shims/kernels/surface/data/sgl_kernel_exports.json"
+EXPORTS = "tools/refresh/data/sgl_kernel_exports.json"
 SYMBOLS = "sglang_shims/kernels/surface/data/sgl_kernel_symbols.json"
 OPSET = "sglang_shims/kernels/surface/data/moe_fp8_ops.json"
 RELEASE_INDEX = "tests/data/release_index.json"

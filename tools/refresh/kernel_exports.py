@@ -65,12 +65,46 @@ _HEX = re.compile(r"[0-9a-f]+")
 
 
 def default_output(root: Path = REPO) -> Path:
-    """The one ``sgl_kernel_exports.json`` under ``sglang_shims/kernels/``."""
-    found = sorted(root.glob("sglang_shims/kernels/**/sgl_kernel_exports.json"))
-    if len(found) != 1:
-        raise SystemExit(f"expected one sglang_shims/kernels/**/sgl_kernel_exports.json,"
-                         f" found {[str(p) for p in found]}: pass --output")
-    return found[0]
+    """The full record: every version's names with the inputs they were read from."""
+    return root / "tools" / "refresh" / "data" / "sgl_kernel_exports.json"
+
+
+def _runs(present: list[int]) -> str:
+    """Indexes as runs: ``"0-5 7 9-12"``."""
+    out: list[str] = []
+    for at in present:
+        if out and int(out[-1].rpartition("-")[2]) == at - 1:
+            out[-1] = f"{out[-1].partition('-')[0]}-{at}"
+        else:
+            out.append(str(at))
+    return " ".join(out)
+
+
+def compact(data: Mapping[str, Any]) -> str:
+    """What the package ships (``sglang_shims.kernels.surface.exports`` reads it): each
+    name once, with the runs of versions that have it; each version's commit and wheel.
+    The inputs stay in the full record."""
+    versions = data["versions"]
+    order = list(versions)
+    exports: dict[str, list[int]] = {}
+    subs: dict[str, dict[str, list[int]]] = {}
+    for at, version in enumerate(order):
+        record = versions[version]
+        for name in record["exports"]:
+            exports.setdefault(name, []).append(at)
+        for sub, names in record["submodules"].items():
+            subs.setdefault(sub, {}).setdefault("", []).append(at)
+            for name in names:
+                subs[sub].setdefault(name, []).append(at)
+    out = {
+        "source": data["source"] + " Each name once, with the runs of indexes into"
+                  " `versions` that have it; written by tools/refresh (kernel-exports-runtime)"
+                  " from tools/refresh/data/sgl_kernel_exports.json.",
+        "versions": {v: [versions[v]["commit"], versions[v].get("wheel")] for v in order},
+        "exports": {n: _runs(exports[n]) for n in sorted(exports)},
+        "submodules": {s: {n: _runs(subs[s][n]) for n in sorted(subs[s])} for s in sorted(subs)},
+    }
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
 def _by_version(mapping: Mapping[str, Any]) -> dict[str, Any]:
