@@ -105,10 +105,12 @@ def _covered(project: str, entries: list[dict[str, Any]], ran_on: str
     matrix ran (transformers, torch, triton), else nothing newer than the last run (each
     release runs its own pin of the others)."""
     key = "transformers5" if project == "transformers" else project
-    ran = [_version(e.get("versions", {}).get(key)) for e in entries]
-    newest = max((v for v in ran if v is not None), default=None)
-    if newest is not None:
-        return newest, f"the matrix ran {newest}"
+    ran = [v for v in (_version(e.get("versions", {}).get(key)) for e in entries) if v]
+    if ran:  # covered only where every release ran it (a canary may have stopped midway)
+        behind = sum(1 for v in ran if v < max(ran))
+        return min(ran), (f"the matrix ran {min(ran)}" if not behind else
+                          f"the matrix ran {max(ran)} on {len(ran) - behind} releases,"
+                          f" {min(ran)} on {behind}")
     return None, f"each release's own pin (new: uploaded after the matrix run of {ran_on})"
 
 
@@ -295,8 +297,11 @@ def main(context: Context, releases: str | None = None, cells: bool = True,
                 new.action = "not run: the matrix's columns are each release's pin and the"\
                     " newest transformers 5"
             elif new.project == "transformers":
-                new.action = "the newest-5 column of the releases above; merged into the matrix"
-                outcomes += _run_transformers(context, new.version, chosen, matrix, scratch)
+                behind = [r for r in chosen if _version(matrix["releases"].get(r, {}).get(
+                    "versions", {}).get("transformers5")) != Version(new.version)]
+                new.action = (f"the newest-5 column of {len(behind)} release(s) that had not"
+                              " run it; merged into the matrix")
+                outcomes += _run_transformers(context, new.version, behind, matrix, scratch)
             elif new.project in UPGRADED_ALONE:
                 new.action = "the releases above on their pins with it raised; reported here"
                 outcomes += _run_upgrade(new.project, new.version, chosen)
@@ -310,7 +315,11 @@ def main(context: Context, releases: str | None = None, cells: bool = True,
     folder_out = report_dir or REPORTS
     folder_out.mkdir(parents=True, exist_ok=True)
     path = folder_out / f"{context.date}.md"
-    path.write_text(report(context, found, outcomes, chosen), encoding="utf-8")
+    text = report(context, found, outcomes, chosen)
+    if path.exists():  # a second run the same day (the first stopped midway): one report
+        text = path.read_text(encoding="utf-8") + "\n" + text.replace(
+            f"# Canary {context.date}", f"# Canary {context.date}, continued", 1)
+    path.write_text(text, encoding="utf-8")
     if outcomes and report_dir is None:
         _stamp_matrix(context)
     print(f"{path}: {len(found)} new, {len(outcomes)} cells")
