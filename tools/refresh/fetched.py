@@ -74,6 +74,9 @@ def check_exports(context: Context) -> list[str]:
 
 
 def write_exports(context: Context) -> None:
+    if context.index == "none":  # kernel wheels come from the index only
+        log("kernel-exports: no index (--index none): kept as recorded")
+        return
     previous = _json(context, EXPORTS)
     data = kernel_exports.build(context.git, "main", kernel_exports_repository(previous),
                                 context.wheel_cache, log, previous=previous,

@@ -122,12 +122,17 @@ def build(fetch: Callable[[str], Path], log: Callable[[str], None],
     wheels: dict[str, str] = {}
     present: dict[str, set[str]] = {pid: set() for pid in fps}
     for version in order:
-        wheel = fetch(version)
-        sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
-        wheels[version] = f"{wheel.name} {sha}"
-        same = old.get("wheels", {}).get(version) == wheels[version]
-        todo = {pid: f for pid, f in fps.items() if not (same and pid in known)}
-        found = read_release(wheel, todo) if todo else set()
+        recorded = old.get("wheels", {}).get(version)
+        todo = {pid: f for pid, f in fps.items() if not (recorded and pid in known)}
+        found: set[str] = set()
+        if recorded and not todo:  # a published file never changes: nothing to read
+            wheels[version] = recorded
+        else:
+            wheel = fetch(version)
+            wheels[version] = f"{wheel.name} {hashlib.sha256(wheel.read_bytes()).hexdigest()}"
+            if wheels[version] != recorded:  # not the file read before: read it all again
+                todo = dict(fps)
+            found = read_release(wheel, todo)
         for pid in fps:
             if (pid in found) if pid in todo else version in known[pid]:
                 present[pid].add(version)
