@@ -80,7 +80,27 @@ TVM_FFI_REMOVED = (  # sglang 0.5.3.post1: flashinfer-python 0.4.0's pin, gone f
     " apache-tvm-ffi==0.1.0b15, we can conclude that flashinfer-python==0.4.0 cannot be used.")
 
 
+# transformers 5.25.0 (2026-12-01) against sglang's own pins, as uv words it for sglang
+# 0.5.17 and 0.5.13, and for 0.5.23 (its tokenizers pin outgrown by 5.25.0's hub).
+KERNELS_CONFLICT = (
+    "cause: Because transformers>=5.25.0 depends on kernels>=0.19.1,<0.20 and you require"
+    " kernels>=0.14.1,<0.15, we can conclude that your requirements and transformers>=5.25.0"
+    " are incompatible.")
+KERNELS_CONFLICT_DERIVED = (
+    "cause: Because transformers>=5.25.0 depends on kernels>=0.19.1,<0.20 and you require"
+    " transformers==5.25.0, we can conclude that you require kernels>=0.19.1,<0.20.\n"
+    "         And because you require kernels>=0.14.1,<0.15, we can conclude that your"
+    " requirements are unsatisfiable.")
+HUB_CONFLICT = (
+    "cause: Because tokenizers==0.23.2 depends on huggingface-hub>=0.16.4,<2.0 and"
+    " transformers>=5.25.0 depends on huggingface-hub>=2.4.0,<3.0, we can conclude that"
+    " tokenizers==0.23.2 and transformers>=5.25.0 are incompatible.")
+
+
 @pytest.mark.parametrize(("error", "done", "expected"), [
+    (KERNELS_CONFLICT, [], ["kernels>=0.19.1,<0.20"]),
+    (KERNELS_CONFLICT_DERIVED, [], ["kernels>=0.19.1,<0.20"]),
+    (HUB_CONFLICT, [], ["tokenizers>=0.23.2"]),
     (TOKENIZERS_CONFLICT, [], ["tokenizers>=0.23.1,<0.24.0"]),
     (CUDA_TILE_PLACEHOLDER, [], ['cuda-tile; sys_platform == "never"']),
     (TVM_FFI_REMOVED, [], ["flashinfer-python==0.4.0rc3"]),

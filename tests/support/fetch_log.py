@@ -33,26 +33,31 @@ def _append(entry: dict[str, Any]) -> None:
         log.write(json.dumps(entry) + "\n")
 
 
-def _logged_fetch(fetch: Callable[..., Path]) -> Callable[..., Path]:
+def _logged_wheel(get: Callable[..., Path]) -> Callable[..., Path]:
+    """``wheels.fetch`` or ``wheels.unpack``, logging the wheel it stands for (an unpacked
+    folder found in the cache never calls fetch: both are wrapped)."""
     from sglang_shims.testing import wheels
 
     def wrapper(dist: str, version: str, cache: Path | None = None,
                 pip_args: tuple[str, ...] = ()) -> Path:
-        cached = wheels.find_cached(dist, version, cache) is not None
-        path = fetch(dist, version, cache, pip_args)
-        _append({"kind": "wheel", "dist": dist, "version": version, "file": path.name,
-                 "size": path.stat().st_size, "cached": cached})
+        path = get(dist, version, cache, pip_args)
+        if cache is not None:  # a test's own cache of wheels it built: nothing downloaded
+            return path
+        wheel = wheels.find_cached(dist, version)
+        _append({"kind": "wheel", "dist": dist, "version": version,
+                  "file": wheel.name if wheel else "", "size": wheel.stat().st_size if wheel
+                  else 0, "unpacked": path.is_dir()})
         return path
 
     return wrapper
 
 
-def _logged_install(install: Callable[..., None]) -> Callable[..., None]:
-    def wrapper(work: Path, index: list[str], here: dict[str, str],
-                wanted: dict[str, str]) -> None:
-        install(work, index, here, wanted)
-        todo = (work / "installed.txt").read_text(encoding="utf-8").split()
-        _append({"kind": "overlay", "overlay": work.name, "packages": todo})
+def _logged_overlay(overlay: Callable[..., Path]) -> Callable[..., Path]:
+    def wrapper(*args: Any, **kwargs: Any) -> Path:
+        dest = overlay(*args, **kwargs)
+        todo = (dest / "installed.txt").read_text(encoding="utf-8").split()
+        _append({"kind": "overlay", "overlay": dest.name, "packages": todo})
+        return dest
 
     return wrapper
 
@@ -63,8 +68,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from sglang_shims.testing import wheels
     from tools.matrix import run
 
-    wheels.fetch = _logged_fetch(wheels.fetch)  # type: ignore[method-assign]
-    run._install = _logged_install(run._install)  # type: ignore[method-assign]
+    wheels.fetch = _logged_wheel(wheels.fetch)  # type: ignore[method-assign]
+    wheels.unpack = _logged_wheel(wheels.unpack)  # type: ignore[method-assign]
+    run.overlay = _logged_overlay(run.overlay)  # type: ignore[method-assign]
 
 
 def _served_size(requirement: str) -> int:
@@ -89,14 +95,30 @@ def _served_size(requirement: str) -> int:
     return best[1] if best else max((s for _sha, s in release.files.values()), default=0)
 
 
+def _disk(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
 def summary(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Distinct wheels and overlay packages, their download size cold, and the disk the
+    unpacked wheels (with their bytecode) and the overlays take."""
+    from sglang_shims.testing import wheels as cache
+
     wheels = {(e["dist"].lower(), e["version"]): e["size"] for e in lines if e["kind"] == "wheel"}
+    unpacked = {(e["dist"].lower(), e["version"]) for e in lines
+                if e["kind"] == "wheel" and e.get("unpacked")}
+    root = cache.cache_dir()
+    disk = sum(_disk(root / "unpacked" / f"{cache._normalise(d)}-{v}") for d, v in unpacked)
+    overlays = {e["overlay"] for e in lines if e["kind"] == "overlay"}
+    disk += sum(_disk(root / "matrix" / name) for name in overlays)
     packages = sorted({p for e in lines if e["kind"] == "overlay" for p in e["packages"]})
     overlay_bytes = {p: _served_size(p) for p in packages}
+    largest = [(s, f"{d}=={v}") for (d, v), s in wheels.items()]
+    largest += [(s, p) for p, s in overlay_bytes.items()]
     return {"wheels": len(wheels), "wheel_bytes": sum(wheels.values()),
             "overlay_packages": len(packages), "overlay_bytes": sum(overlay_bytes.values()),
-            "largest": sorted(((s, f"{d}=={v}") for (d, v), s in wheels.items())
-                              + [(s, p) for p, s in overlay_bytes.items()], reverse=True)[:10]}
+            "overlays": sorted(overlays), "disk_bytes": disk,
+            "largest": sorted(largest, reverse=True)[:12]}
 
 
 def main(argv: list[str]) -> int:
@@ -105,8 +127,9 @@ def main(argv: list[str]) -> int:
     found = summary(lines)
     total = found["wheel_bytes"] + found["overlay_bytes"]
     print(f"wheels: {found['wheels']} ({found['wheel_bytes'] / 1e6:.0f} MB); overlay packages:"
-          f" {found['overlay_packages']} ({found['overlay_bytes'] / 1e6:.0f} MB); cold download"
-          f" {total / 1e6:.0f} MB")
+          f" {found['overlay_packages']} ({found['overlay_bytes'] / 1e6:.0f} MB) in"
+          f" {', '.join(found['overlays']) or 'no overlay'}; cold download"
+          f" {total / 1e6:.0f} MB; on disk once unpacked {found['disk_bytes'] / 1e9:.2f} GB")
     for size, what in found["largest"]:
         print(f"  {size / 1e6:8.1f} MB  {what}")
     return 0

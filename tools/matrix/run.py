@@ -78,7 +78,7 @@ RELAX: list[tuple[str, str, str, str]] = [
      "the release pins a tokenizers older than the one the newest transformers 5 needs;"
      " the run installs the one transformers asks for"),
     (r"transformers[^\s]* depends on ((?!tokenizers)([A-Za-z0-9][A-Za-z0-9._\-]*)[<>=!~][^\s]*)"
-     r" and you require \2[<>=!~]", r"\1",
+     r" and[\s\S]*?you require \2[<>=!~]", r"\1",
      "a dependency as transformers asks",
      "the release pins a dependency of transformers (kernels, say) below what the newest"
      " transformers 5 needs; `pip install -U transformers` installs the one transformers"

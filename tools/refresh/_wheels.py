@@ -9,7 +9,6 @@ are read from the zip and never imported, and its sha256 is recorded so that a l
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -77,12 +76,7 @@ def published(dist: str) -> list[str]:
     return versions
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+sha256 = pypi.sha256
 
 
 def package_files(path: Path) -> dict[str, str]:

@@ -146,6 +146,16 @@ def news(context: Context, matrix: dict[str, Any]) -> list[New]:
     return out
 
 
+def _behind(entry: dict[str, Any] | None, transformers: str) -> bool:
+    """Has this release not run its newest-5 column on ``transformers`` yet (or could it
+    not set the environment up then: a pin rule added since may answer it)?"""
+    if entry is None:
+        return False
+    if _version(entry.get("versions", {}).get("transformers5")) != Version(transformers):
+        return True
+    return any("env_error" in c for c in entry["cells"] if c["transformers"] == "newest5")
+
+
 def _verdict(cell: dict[str, Any] | None) -> str:
     from tools.matrix import render
 
@@ -297,8 +307,7 @@ def main(context: Context, releases: str | None = None, cells: bool = True,
                 new.action = "not run: the matrix's columns are each release's pin and the"\
                     " newest transformers 5"
             elif new.project == "transformers":
-                behind = [r for r in chosen if _version(matrix["releases"].get(r, {}).get(
-                    "versions", {}).get("transformers5")) != Version(new.version)]
+                behind = [r for r in chosen if _behind(matrix["releases"].get(r), new.version)]
                 new.action = (f"the newest-5 column of {len(behind)} release(s) that had not"
                               " run it; merged into the matrix")
                 outcomes += _run_transformers(context, new.version, behind, matrix, scratch)

@@ -63,7 +63,8 @@ def _local_folder(index: str) -> Path | None:
     return Path(index) if "://" not in index else None
 
 
-def _sha256(path: Path) -> str:
+def sha256(path: Path) -> str:
+    """The sha256 of a file, read in blocks (wheels are hundreds of MB)."""
     digest = hashlib.sha256()
     with path.open("rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):
@@ -83,7 +84,7 @@ def _from_folder(folder: Path, project: str) -> dict[str, Release]:
         day = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc)
         release = out.setdefault(version, Release(version, day.date().isoformat()))
         release.uploaded = min(release.uploaded, day.date().isoformat())
-        release.files[path.name] = (_sha256(path), path.stat().st_size)
+        release.files[path.name] = (sha256(path), path.stat().st_size)
     return out
 
 
