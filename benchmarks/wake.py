@@ -3,7 +3,7 @@
 Each run is a fresh interpreter of a venv with sglang-shims installed from a wheel; it
 imports what an sglang process has already imported by then (``startup.PRELOAD``), then
 ``sgl_kernel`` (a stand-in 0.3.18 beside sglang 0.5.1 metadata), and the report's
-``timing`` is read back: ``wake_ms`` + ``judge_ms`` is the goal's figure (issue 9: <= 5 ms),
+``timing`` is read back: ``wake_ms`` + ``judge_ms`` is the goal's figure (<= 5 ms),
 ``wake_cpu_ms`` + ``judge_cpu_ms`` the same spans in CPU time of the importing thread,
 steadier than wall time on a shared machine.  The patches' own work (their ``apply``) is
 in neither.

@@ -48,16 +48,16 @@ def _share(part: int, whole: int) -> str:
 
 
 def _goals(reports: list[dict[str, Any]]) -> list[str]:
-    """The two goals of issue 13, counted without the out-of-scope reports (an unreleased
-    commit, a wheel no longer published): an import-time break fixed, any other break
-    diagnosed with a remedy; 90 % each."""
+    """The two goals (issue 13, raised to 95 % by issue 28), counted without the out-of-scope
+    reports (an unreleased commit, a wheel no longer published): an import-time break
+    fixed, any other break diagnosed with a remedy; 95 % each."""
     fixable = [r for r in reports if r["kind"] == "import" and r["outcome"] != "out-of-scope"]
     other = [r for r in reports if r["kind"] == "environment"
              and r["outcome"] != "out-of-scope"]
     fixed = sum(r["outcome"] == "fixed" for r in fixable)
     partly = sum(r["outcome"] == "fixed-partly" for r in fixable)
     diagnosed = sum(r["outcome"] == "diagnosed" for r in other)
-    return [f"Goals (90 % each, out-of-scope reports not counted): import-time breaks fixed: "
+    return [f"Goals (95 % each, out-of-scope reports not counted): import-time breaks fixed: "
             f"{_share(fixed, len(fixable))}, {partly} more in part; environment breaks "
             f"diagnosed with a remedy: {_share(diagnosed, len(other))}."]
 

@@ -74,9 +74,11 @@ TARGETS = {
     "tf5-vision-rope-renamed": "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
     "tf54-config-bare-annotations": "sglang.srt.configs",
     "tf54-qwen3-5-moe-subconfig-dicts": "sglang.srt.configs.qwen3_5",
+    "tilelang-fast-math-key-removed": "sglang.srt.layers.attention.nsa.tilelang_kernel",
     "torch-amx-probe-removed": "sglang.srt.utils",
     "triton-cache-helpers-removed": "sglang.srt.utils",
     "triton-ptxas-blackwell": "sglang",
+    "xgrammar-ffi-int-token-ids": "sglang.srt.constrained.xgrammar_backend",
 }
 # on only when a toggle turns them on
 OFF_BY_DEFAULT = frozenset({"gemma-norm-fp32-plus-one"})

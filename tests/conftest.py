@@ -17,6 +17,7 @@ from .support.venvs import Venv, build_wheel, new_venv
 pytest_plugins = [
     "sglang_shims.testing.pytest_plugin",  # real wheels: sglang_release, pypi_release, ...
     "tests.support.ci_skips",  # under SGLANG_SHIMS_CI=1 an unlisted skip is a failure
+    "tests.support.engine",  # seam: a real engine in the test's own process
     "tests.support.stacks",  # sglang051, sglang0513, sglang0517
     "tests.support.fetch_log",  # SGLANG_SHIMS_FETCH_LOG=FILE: what the suite downloads
 ]

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from sglang_shims import _bootstrap, _errors
@@ -349,6 +349,7 @@ def test_bootstrap_is_loaded_from_where_site_found_it(tmp_path: Path) -> None:
            st.sampled_from(["==", "!=", "<", "<=", ">", ">=", "~=", "==="]),
            st.from_regex(r"\A[0-9]{1,2}(\.[0-9]{1,2}){0,2}(rc[0-9]|\.post[0-9]|\.dev[0-9]|\.\*)?"
                          r"\Z", fullmatch=True)), max_size=3))
+@example(version="0", clauses=[("==", "0"), ("~=", "0.0rc0")])  # ~= on a pre-release bound
 def test_gates_answer_as_packaging_does(version: str, clauses: list[tuple[str, str]]) -> None:
     """The engine's gates skip importing packaging where the bootstrap's reader can tell;
     the answer is packaging's either way."""

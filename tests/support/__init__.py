@@ -2,6 +2,8 @@
 
 - ``run``: fresh interpreters (``run_python``, ``Result``, ``clean_env``, ``need``);
 - ``packages``: throw-away packages and patches on disk, test manifests;
+- ``engine``: a real engine in the test's own process, fed an import's loader events (the
+  ``seam`` fixture);
 - ``programs``: the subprocess programs of ``tests/programs``, by name;
 - ``venvs``: fresh virtual environments and this checkout's wheel;
 - ``stacks``: sglang releases, the environments they run in, the serving import graph;

@@ -21,6 +21,7 @@ from ...patching.elf import (
     inspect_library,
 )
 from . import kernel_facts as kf
+from .deep_gemm_facts import DeepGemm, gather_deep_gemm
 from .version_text import cuda_from_label, local_label, public_version, version_between
 
 
@@ -79,6 +80,8 @@ class Facts:
     """Why ``SGLANG_SHIMS_GPU_CAPABILITY`` could not be read; empty when it could."""
     problems: list[tuple[str, str]] = field(default_factory=list)
     """(what, why) for each fact that could not be gathered."""
+    deep_gemm: DeepGemm | None = None
+    """The importable ``deep_gemm`` and what installed it; None when there is none."""
 
     @property
     def caps(self) -> list[tuple[int, int]]:
@@ -209,6 +212,7 @@ def gather(env: Environment | None = None, *, use_torch: bool = True) -> Facts:
     _guard(facts, "CUDA toolkit", lambda: _gather_cuda_home(facts))
     _guard(facts, "library search path", lambda: _gather_lib_dirs(facts))
     _guard(facts, "kernel files", lambda: _gather_kernel(facts))
+    _guard(facts, "deep_gemm files", lambda: _gather_deep_gemm(facts))
     return facts
 
 
@@ -439,6 +443,11 @@ def _gather_kernel(facts: Facts) -> None:
                 facts.libraries[key] = inspect_library(found[0])
             except (OSError, BinaryFormatError) as exc:
                 facts.library_errors[key] = f"{found[0]}: {exc}"
+
+
+def _gather_deep_gemm(facts: Facts) -> None:
+    """Where ``deep_gemm`` comes from: sglang calls it, and three kinds of install write it."""
+    facts.deep_gemm = gather_deep_gemm()
 
 
 def _kernel_dir_from_record(facts: Facts) -> Path | None:

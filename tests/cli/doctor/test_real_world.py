@@ -17,6 +17,7 @@ import pytest
 
 from sglang_shims.catalog.load import load
 from sglang_shims.cli import doctor
+from sglang_shims.cli.doctor.deep_gemm_facts import DeepGemm
 from sglang_shims.engine.gates import check_gate
 
 from ...support.doctor import facts
@@ -81,6 +82,10 @@ def test_rule_fires_on_the_reports_versions(report: dict[str, Any]) -> None:
     fields = dict(report.get("facts", {}))
     if "caps" in fields:  # JSON has lists; compute capabilities are (major, minor) tuples
         fields["caps"] = [tuple(cap) for cap in fields["caps"]]
+    if "deep_gemm" in fields:  # where deep_gemm comes from: owners are (dist, version) pairs
+        found = dict(fields["deep_gemm"])
+        found["owners"] = tuple(tuple(owner) for owner in found.get("owners", ()))
+        fields["deep_gemm"] = DeepGemm(**found)
     found = rule.evaluate(facts(report["env"], **fields))
     assert found is not None, report["id"]
     assert found.remedy, report["id"]
