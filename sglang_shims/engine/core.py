@@ -144,8 +144,22 @@ class Engine:
                 entry = record.as_dict()
                 entry["proxies"] = {name: proxy.report() for name, proxy in self.proxies.items()
                                     if proxy.patch_id == patch_id}
+                untested = self.untested_ground(record)
+                if untested:
+                    entry["untested"] = untested
                 out[patch_id] = entry
             return out
+
+    def untested_ground(self, record: Record) -> list[str]:
+        """Why a judged patch was judged on releases newer than the catalog's data (its
+        gates are open-ended there): one line per such distribution, else none."""
+        manifest = self.manifests.get(record.id)
+        if manifest is None or record.state in (State.PENDING, State.DISABLED):
+            return []
+        from ..catalog import tested
+
+        return tested.untested([d for gate in manifest.requires for d in gate.dists],
+                               self.env.version)
 
     def observed(self) -> dict[str, Record]:
         """The records, checked against the modules as they are now (:func:`observe.seen`)."""

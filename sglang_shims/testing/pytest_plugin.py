@@ -56,6 +56,8 @@ def pypi_release() -> Callable[[str, str], Path]:
     def get(dist: str, version: str) -> Path:
         try:
             return wheels.unpack(dist, version)
+        except wheels.NotServed as exc:
+            pytest.skip(f"the package index could not serve {dist}=={version}: {exc}")
         except RuntimeError as exc:
             pytest.fail(str(exc))
 

@@ -33,13 +33,13 @@ from sglang_shims.kernels.surface import symbols
 from sglang_shims.testing import standin, wheels
 
 from ..support.programs import program
+from ..support.releases import WHEEL_SAMPLE
 from ..support.run import REPO, run_python
 from ..support.scripts import load_script
 
 PATCH = REPO / "patches" / "sgl-kernel-missing-symbols"
 SCAN = load_script("tools/regen_kernel_symbols.py", "regen_kernel_symbols")
-SAMPLE = ["0.4.2", "0.4.3.post2", "0.4.6", "0.4.9.post3", "0.5.1", "0.5.5", "0.5.9", "0.5.10",
-          "0.5.16", "0.5.23"]
+SAMPLE = WHEEL_SAMPLE  # the releases whose real wheels the suite reads
 
 
 def _patch() -> types.ModuleType:
