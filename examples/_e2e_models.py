@@ -1,9 +1,9 @@
-"""The MoE and FP8 models of ``examples/e2e_serve.py`` (issue 17), and what they call.
+"""The MoE and FP8 models of ``examples/e2e_serve.py``, and what they call.
 
 Why a module of its own: the dense models are a few lines of transformers; these need
 checkpoint surgery that sglang's loaders expect and transformers does not write, and a
 reference that computes the quantised model's math.  Everything here is pure (CPU,
-offline) so that ``tests/test_examples.py`` can check it without a GPU or a server.
+offline) so that ``tests/scripts/test_examples.py`` can check it without a GPU or a server.
 
 * ``qwen3moe``: Qwen3-MoE architecture, 8 experts, top-2, every layer sparse.  Saved with
   one tensor per expert and projection (``mlp.experts.<e>.gate_proj.weight``), the layout

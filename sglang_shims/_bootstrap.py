@@ -1,13 +1,12 @@
 """Start-up code of sglang-shims: the watch table, the finder, the loader wrapper.
 
-Every interpreter of the environment processes ``sglang_shims.pth`` (pip, build
-back-ends, spawn workers).  Its line imports nothing of ours: it puts a one-line finder
-(a lambda on a ``SimpleNamespace``) on ``sys.meta_path`` that looks at the top-level name
-of each import.  Only when one of the packages our patches target is imported (``sglang``,
-``sgl_kernel``, ``transformers``, ``kernels``), or any module at all when
-``SGLANG_SHIMS_PATH`` is set, does it load this module and call :func:`activate`, which
-puts the real :class:`Watcher` in its place.  ``sglang_shims.start`` (PEP 829, Python
->= 3.15), the launcher's ``sitecustomize`` and sglang's plugin hook call :func:`activate`
+Every interpreter of the environment processes ``sglang_shims.pth``, whose line imports
+``_sglang_shims_start`` (a top-level module beside it, not part of this package): it puts a
+first-stage finder on ``sys.meta_path`` that looks at the top-level name of each import.
+Only when one of the packages our patches target is imported (``sglang``, ``sgl_kernel``,
+``transformers``, ``kernels``), or any module at all when ``SGLANG_SHIMS_PATH`` is set, does
+it load this module and call :func:`activate`, which puts the real :class:`Watcher` in its
+place.  The launcher's ``sitecustomize`` and sglang's plugin hook call :func:`activate`
 directly.  Everything here obeys three rules:
 
 * It imports nothing but ``sys`` and ``os`` (loaded before ``site`` runs) and, only when a
@@ -74,9 +73,11 @@ TARGETS = {
     "tf5-vision-rope-renamed": "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
     "tf54-config-bare-annotations": "sglang.srt.configs",
     "tf54-qwen3-5-moe-subconfig-dicts": "sglang.srt.configs.qwen3_5",
+    "tilelang-fast-math-key-removed": "sglang.srt.layers.attention.nsa.tilelang_kernel",
     "torch-amx-probe-removed": "sglang.srt.utils",
     "triton-cache-helpers-removed": "sglang.srt.utils",
     "triton-ptxas-blackwell": "sglang",
+    "xgrammar-ffi-int-token-ids": "sglang.srt.constrained.xgrammar_backend",
 }
 # on only when a toggle turns them on
 OFF_BY_DEFAULT = frozenset({"gemma-norm-fp32-plus-one"})
@@ -98,7 +99,8 @@ LISTENER = "sglang_shims.engine.process:on_loader_event"
 Named, not imported: this module must not import the engine, and a test may point it at
 a recorder."""
 PTH_MARK = "sglang_shims_pth"
-"""Attribute of the ``.pth`` line's first-stage finder, so that it can be recognised."""
+"""Attribute of ``_sglang_shims_start``'s first-stage finder, so that it can be recognised
+(that module cannot import this one: it holds the same name)."""
 FINDER_MARK = "_sglang_shims_finder"
 """Class attribute (``True``) of our own ``sys.meta_path`` finders (:class:`Watcher` and the
 start-up failure's complainer): code that asks the finders where a module lives skips them."""
@@ -122,9 +124,9 @@ def globally_off(environ: "dict[str, str] | os._Environ[str] | None" = None) -> 
 class Boot:
     """What the start-up hook knows, handed to the engine as one typed object.
 
-    ``origin`` says who activated (``pth``, ``start``, ``launch-site``, ``plugin``,
-    ``install``); ``toggles`` is the parsed ``_toggles.Toggles`` when a variable was set;
-    ``problem`` is why start-up failed; ``woke`` and ``woke_cpu`` are
+    ``origin`` says who activated (``pth``, ``launch-site``, ``plugin``, ``install``);
+    ``toggles`` is the parsed ``_toggles.Toggles`` when a variable was set; ``problem`` is
+    why start-up failed; ``woke`` and ``woke_cpu`` are
     ``time.perf_counter()`` and ``time.thread_time()`` at the first loader event, the start
     of the engine's wake-up timing (wall and CPU time of the importing thread).
     """
@@ -310,7 +312,7 @@ class HookedLoader:
         else:
             try:
                 self.loader.exec_module(module)  # type: ignore[attr-defined]
-            except BaseException as exc:
+            except Exception as exc:  # Ctrl-C and SystemExit leave as they came: stock
                 if _notify(self.name, "error", module, exc) != "instead":
                     raise
         _notify(self.name, "after", module)
@@ -334,14 +336,16 @@ def _notify(name: str, phase: str, module: object,
         module_name, _, attr = LISTENER.partition(":")
         __import__(module_name)
         listener: Callable[..., str | None] = getattr(sys.modules[module_name], attr)
-    except BaseException as err:  # a half-installed package must not break the import
+    except Exception as err:  # a half-installed package must not break the import
         _complain_once(f"cannot load the patch engine ({type(err).__name__}: {err})")
         return None
     try:
         return listener(BOOT, name, phase, module, exc)
     except ImportError:
         raise
-    except BaseException as err:
+    except Exception as err:
+        # Ctrl-C, SystemExit and the other BaseExceptions are not ours to swallow: a
+        # signal stops the program as it would without us (the engine has rolled back)
         _complain_once(f"internal error while handling {name} ({type(err).__name__}: {err})")
         return None
 
@@ -441,9 +445,23 @@ def extra_targets(value: str, limit: int = EXTRA_HEAD) -> "set[str]":
             finally:
                 os.close(fd)
             module = _target_of(text)
-            if module:
+            if module and not engine_runs_on(module):
                 found.add(module)
     return found
+
+
+ENGINE_DEPENDENCIES = ("packaging", "wrapt", "tomli", "importlib_resources", "sglang_shims")
+"""What the engine itself imports beyond the standard library."""
+
+
+def engine_runs_on(module: str) -> bool:
+    """Whether ``module`` is one the engine may import while it wakes: the standard library
+    and :data:`ENGINE_DEPENDENCIES`.  A patch from ``SGLANG_SHIMS_PATH`` may not target
+    one: its first import would wake the engine while its own body is half run, and the
+    engine's import of it would then fail inside the user's import.  Such targets are not
+    watched, and the loader refuses the manifest with this reason."""
+    root = module.partition(".")[0]
+    return root in ENGINE_DEPENDENCIES or root in getattr(sys, "stdlib_module_names", ())
 
 
 def _target_of(text: str) -> "str | None":
@@ -519,11 +537,6 @@ def watch(names: "set[str]", stand_ins: "set[str] | None" = None) -> None:
     watcher.stand_ins |= stand_ins or set()
     if watcher.names and watcher not in sys.meta_path:
         sys.meta_path.insert(0, watcher)
-
-
-def start() -> None:
-    """Entry point of ``sglang_shims.start`` (PEP 829)."""
-    activate("start")
 
 
 def _complain_later(problem: str) -> None:

@@ -155,6 +155,17 @@ def _unseen_target(text: str, manifest: Manifest) -> str | None:
             " put the [target] table near the top as a plain `module = \"...\"` line")
 
 
+def _engine_target(manifest: Manifest) -> str | None:
+    """Why an extra patch's target cannot be patched from outside, or None."""
+    from .._bootstrap import engine_runs_on
+
+    if not engine_runs_on(manifest.target):
+        return None
+    return (f"its target {manifest.target} is part of the standard library or of what"
+            " sglang-shims itself runs on (packaging, wrapt, tomli): the engine imports it"
+            " while it wakes, so a patch on it could not act before its body runs")
+
+
 def _patch_folders(root: Path) -> list[Path]:
     """Subfolders holding a manifest (a link to one counts: it is refused by name later)."""
     try:
@@ -215,6 +226,9 @@ def load(extra_path: str | None = None, include_builtin: bool = True,
                 continue
             if extra and (problem := _unseen_target(text, manifest)):
                 catalog.errors[folder.name] = f"manifest invalid: {where}: {problem}"
+                continue
+            if extra and (problem := _engine_target(manifest)):
+                catalog.errors[folder.name] = f"refused: {problem}"
                 continue
             if manifest.code is not None and (problem := (
                     extra_problem(folder, manifest.code) if extra

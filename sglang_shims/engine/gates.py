@@ -142,8 +142,9 @@ def _without_packaging(version: str, spec: str) -> bool | None:
         if bound.endswith(".*"):
             if op not in ("==", "!=") or not all(p.isdigit() for p in bound[:-2].split(".")):
                 return None
-        elif (other := _versions.version_key(bound)) is None or (op == "~=" and "." not in bound):
-            return None
+        elif (other := _versions.version_key(bound)) is None or (
+                op == "~=" and not ("." in bound and all(p.isdigit() for p in bound.split(".")))):
+            return None  # ~= on a pre-release or other non-plain bound: packaging's call
         elif op in ("<", ">") and other[:2] == key[:2]:
             # "<V" / ">V" against a pre-, post- or dev-release of V itself: packaging < 26
             # and >= 26 answer differently there; let the installed packaging decide

@@ -90,7 +90,7 @@ class Record:
     def __repr__(self) -> str:
         return f"Record({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
 
-    def but(self, **changes: Any) -> Record:
+    def replace(self, **changes: Any) -> Record:
         """A copy with some fields changed (the record itself stays as the engine made it)."""
         values = {f: getattr(self, f) for f in self.FIELDS}
         values.update(changes)
@@ -149,8 +149,25 @@ def helper() -> str:
         return ""
     argv = getattr(sys, "orig_argv", [])
     code = argv[argv.index("-c") + 1] if "-c" in argv[:-1] else ""
-    return next((what for start, what in HELPERS.items() if code.lstrip().startswith(start)),
+    what = next((what for start, what in HELPERS.items() if code.lstrip().startswith(start)),
                 "")
+    if what and _started_by_multiprocessing():
+        # a worker the fork server forked before any patch ran in the server: it keeps the
+        # server's command line, but multiprocessing has made it a process of its own
+        return ""
+    return what
+
+
+def _started_by_multiprocessing() -> bool:
+    """Whether multiprocessing runs this process as one of its ``Process`` objects (a pool
+    worker), as opposed to the helper it starts itself (``MainProcess`` there)."""
+    process = sys.modules.get("multiprocessing.process")
+    if process is None:
+        return False
+    try:
+        return bool(process.current_process().name != "MainProcess")
+    except Exception:
+        return False
 
 
 def note_fork(parent: int, inherited: bool) -> None:

@@ -254,6 +254,10 @@ def check_all(fps: tuple[Fingerprint, ...], search_path: list[Path] | None = Non
     for fp in fps:
         module, src = read_first(fp.modules, search_path)
         good, detail = check(fp.with_module(module), src)
+        if src is None and all(locate(m, search_path) is None for m in fp.modules):
+            # not changed: gone (a partial install, or a release that dropped the file)
+            detail = (f"{' / '.join(fp.modules)} {'is' if len(fp.modules) == 1 else 'are'}"
+                      " not installed here (no source file found)")
         details.append(detail)
         if not good and not failure:
             failure = detail

@@ -57,6 +57,13 @@ def before(engine: Engine, name: str, module: ModuleType) -> str | None:
                          f"unusable() raised {type(exc).__name__}: {exc}")
         engine.enforce(manifest)
         return None
+    except BaseException as exc:  # Ctrl-C, SystemExit: said, then passed on
+        from .journal import interrupted
+
+        engine.set_state(manifest, State.FAILED,
+                         interrupted(exc, manifest, f"deciding whether {name} can serve",
+                                     rolled_back=False))
+        raise
     if not reason:
         return None
     engine.standing_in[name] = (manifest, str(reason))
@@ -65,7 +72,11 @@ def before(engine: Engine, name: str, module: ModuleType) -> str | None:
 
 def after_error(engine: Engine, name: str, module: ModuleType,
                 exc: BaseException) -> str | None:
-    """``name``'s body raised: stand in for it (``"instead"``) if a stand-in patch may."""
+    """``name``'s body raised: stand in for it (``"instead"``) if a stand-in patch may.
+    Never for Ctrl-C or ``sys.exit``: the program was asked to stop, not the module to be
+    replaced."""
+    if not isinstance(exc, Exception):
+        return None
     manifest = _claim(engine, name)
     if manifest is None:
         return None
@@ -90,7 +101,12 @@ def provide(engine: Engine, name: str, module: ModuleType) -> None:
     ctx = engine.context(manifest, module, cause=reason)
     try:
         load.load_code(manifest).provide(ctx)
-    except Exception as exc:
+    except BaseException as exc:
+        if not isinstance(exc, Exception):  # Ctrl-C, SystemExit: said, then passed on
+            engine.set_state(manifest, State.FAILED,
+                             journal.interrupted(exc, manifest, f"standing in for {name}",
+                                                 rolled_back=False))
+            raise
         engine.log.debug("%s failed:", manifest.id, exc_info=True)
         engine.set_state(manifest, State.FAILED, f"provide() raised {type(exc).__name__}: {exc}")
         raise ShimImportError(

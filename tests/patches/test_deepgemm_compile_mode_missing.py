@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need, run_python
-from ._transformers import end_with_state
+from ..support.patch_runs import run_json
+from ..support.programs import program
+from ..support.run import need
 
 pytestmark = pytest.mark.wheels
 
@@ -42,35 +43,7 @@ def set_compile_mode(mode):
     _mode[0] = mode
 '''
 
-CODE = """
-import json, sys, types
-sys.path.insert(0, sys.argv[1])
-import torch
-result = {}
-import sglang.srt.utils
-sglang.srt.utils.get_device_sm = lambda: 90  # an sm_90 GPU: sglang turns DeepGEMM JIT on
-torch.cuda.current_stream = lambda: types.SimpleNamespace(synchronize=lambda: None)
-torch.cuda.empty_cache = lambda: None
-import sglang.srt.layers.deep_gemm_wrapper.compile_utils as cu
-result["jit"] = cu.ENABLE_JIT_DEEPGEMM
-cu.get_available_gpu_memory = lambda **kwargs: 80.0
-cu.disable_symmetric_memory_context = lambda: None
-cu.restore_symmetric_memory_context = lambda saved: None
-ran = []
-class Executor:
-    def execute(self, m):
-        ran.append(m)
-cu._BaseWarmupExecutor.create = staticmethod(lambda *args, **kwargs: Executor())
-import deep_gemm
-try:
-    cu._compile_deep_gemm_one_type_all(kernel_type=cu.DeepGemmKernelType.GEMM_NT_F8F8BF16,
-                                       n=256, k=256, num_groups=1, m_list=[1, 2, 64])
-    result["ran"] = ran
-except Exception as exc:
-    result["error"] = f"{type(exc).__name__}: {exc}"
-result["calls"] = deep_gemm.CALLS
-result["same_module_elsewhere"] = sys.modules["deep_gemm"] is deep_gemm
-""" + end_with_state(PATCH)
+CODE = program("patches/deepgemm_compile_mode_missing")
 
 
 @pytest.fixture(scope="module")
@@ -88,11 +61,7 @@ def stand_ins(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def run(sglang: Path, deep_gemm: Path, **env: str) -> dict[str, Any]:
-    result = run_python(CODE, paths=(sglang,), env=env, args=(str(deep_gemm),), timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
+    return run_json(CODE, (sglang,), env, args=(str(deep_gemm),), timeout=300)
 
 
 def test_warmup_runs_without_the_compile_mode_api(

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need, run_python
+from ..support.programs import program
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 
@@ -63,94 +64,7 @@ def media(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root, outside
 
 
-CODE = r'''
-import json, os, sys, types
-ROOT, OUTSIDE, DATA_URI = sys.argv[1], sys.argv[2], sys.argv[3]
-calls = {"video": [], "http": []}
-
-class Decoder:  # records what the video loader hands to the decoder
-    def __init__(self, source, *args, **kwargs):
-        calls["video"].append(source if isinstance(source, str) else f"{len(source)} bytes")
-
-decord = types.ModuleType("decord")
-decord.VideoReader, decord.cpu, decord.gpu = Decoder, (lambda *a: "cpu"), (lambda *a: "gpu")
-sys.modules["decord"] = decord
-sys.modules.setdefault("torchaudio", types.ModuleType("torchaudio"))  # 0.5.10: unused at 16 kHz
-
-import requests
-def fake_get(url, *args, **kwargs):
-    calls["http"].append(url)
-    raise ConnectionError("network is mocked")
-requests.get = fake_get
-
-import sglang.srt.utils as u
-defining = sys.modules["sglang.srt.utils.common"] if "sglang.srt.utils.common" in sys.modules \
-    else u
-if hasattr(defining, "VideoDecoderWrapper"):
-    defining.VideoDecoderWrapper = Decoder
-
-def attempt(fn, *args):
-    try:
-        value = fn(*args)
-    except Exception as exc:
-        return {"error": type(exc).__name__, "message": str(exc),
-                "is_value_error": isinstance(exc, ValueError)}
-    if isinstance(value, tuple):
-        value = value[0]
-    if hasattr(value, "size") and hasattr(value, "mode"):
-        return {"image": list(value.size)}
-    if isinstance(value, bytes):
-        return {"bytes": len(value)}
-    if hasattr(value, "shape"):
-        return {"samples": int(value.shape[0])}
-    return {"other": type(value).__name__}
-
-img = os.path.join(ROOT, "img.png")
-out = {"images": {}, "other": {}}
-cases = {
-    "triple-slash": "file://" + img,
-    "localhost": "file://localhost" + img,
-    "LOCALHOST-upper-scheme": "FILE://LOCALHOST" + img,
-    "one-slash": "file:" + img,
-    "percent-encoded": "file://" + os.path.join(ROOT, "a%20b.png"),
-    "no-extension": "file://" + os.path.join(ROOT, "no-extension"),
-    "subfolder": "file://" + os.path.join(ROOT, "sub", "deep.png"),
-    "outside": "file://" + os.path.join(OUTSIDE, "secret.png"),
-    "dot-dot": "file://" + os.path.join(ROOT, "..", "outside", "secret.png"),
-    "symlink-escape": "file://" + os.path.join(ROOT, "link.png"),
-    "symlinked-dir-escape": "file://" + os.path.join(ROOT, "dirlink", "secret.png"),
-    "other-host": "file://otherhost" + img,
-    "host-looking-relative": "file://img.png",
-    "relative": "file:img.png",
-    "query": "file://" + img + "?x=1",
-    "missing": "file://" + os.path.join(ROOT, "missing.png"),
-    "plain-path": img,
-    "data-uri": DATA_URI,
-    "http": "http://media.invalid/x.png",
-}
-for name, value in cases.items():
-    out["images"][name] = attempt(u.load_image, value)
-if hasattr(u, "ImageData"):
-    out["other"]["imagedata"] = attempt(u.load_image, u.ImageData(url="file://" + img))
-    out["other"]["imagedata-outside"] = attempt(
-        u.load_image, u.ImageData(url="file://" + os.path.join(OUTSIDE, "secret.png")))
-if hasattr(defining, "get_image_bytes"):
-    out["other"]["get_image_bytes"] = attempt(u.get_image_bytes, "file://" + img)
-out["other"]["audio"] = attempt(u.load_audio, "file://" + os.path.join(ROOT, "tone.wav"))
-out["other"]["audio-outside"] = attempt(u.load_audio, "file://otherhost" + ROOT + "/tone.wav")
-out["other"]["video"] = attempt(u.load_video, "file://" + os.path.join(ROOT, "clip.mp4"))
-out["other"]["video-outside"] = attempt(u.load_video, "file://" + os.path.join(ROOT, "link.png"))
-out["other"]["video-http"] = attempt(u.load_video, "https://media.invalid/v.mp4")
-out["calls"] = calls
-out["reexport_is_wrapped"] = all(
-    getattr(u, n) is getattr(defining, n) for n in ("load_image", "load_video", "load_audio"))
-out["wrapped"] = type(defining.load_image).__name__
-if os.environ.get("SGLANG_SHIMS") != "0":
-    import sglang_shims
-    entry = sglang_shims.status()[PATCH]
-    out["state"], out["notes"] = entry["state"], entry["notes"]
-print(json.dumps(out))
-'''.replace("PATCH", repr(PATCH))
+CODE = program("patches/file_uri_media/loaders")
 
 
 def need_media_stack() -> None:
@@ -290,13 +204,8 @@ def test_processors_get_the_wrapped_loaders(sglang_release: Callable[[str], Path
                                             standin_kernel: Callable[..., Path]) -> None:
     """base_processor's `from sglang.srt.utils import load_image, ...` binds the wrappers."""
     need("transformers")
-    code = """
-        import json, sglang.srt.utils as u
-        from sglang.srt.multimodal.processors import base_processor as bp
-        print(json.dumps([getattr(bp, n) is getattr(u, n) and type(getattr(bp, n)).__name__
-                          for n in ("load_image", "load_video", "load_audio")]))
-    """
-    result = run_python(code, paths=(sglang_release("0.5.1"), standin_kernel("0.3.18")),
+    result = run_python(program("patches/file_uri_media/processors"),
+                        paths=(sglang_release("0.5.1"), standin_kernel("0.3.18")),
                         timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.json() == ["FunctionWrapper"] * 3
@@ -306,25 +215,8 @@ def test_late_install_rebinds_existing_copies(sglang_release: Callable[[str], Pa
                                               media: tuple[Path, Path]) -> None:
     """sglang imported before the shims: copies already made are rebound, and revert undoes."""
     need("torch")
-    code = """
-        import json, sys, types
-        import sglang.srt.utils as u
-        consumer = types.ModuleType("sglang.consumer")  # a processor-like module
-        exec("from sglang.srt.utils import load_image, load_audio", consumer.__dict__)
-        sys.modules["sglang.consumer"] = consumer
-        stock = consumer.load_image
-        import sglang_shims
-        state = sglang_shims.install()["file-uri-media"]["state"]
-        try:
-            consumer.load_image("file:///etc/hostname")
-            refused = False
-        except ValueError:
-            refused = True
-        rebound = consumer.load_image is u.load_image is not stock
-        sglang_shims.revert()
-        print(json.dumps([state, refused, rebound, consumer.load_image is stock]))
-    """
-    result = run_python(code, paths=(sglang_release("0.5.3"),), activate=False,
+    result = run_python(program("patches/file_uri_media/late_install"),
+                        paths=(sglang_release("0.5.3"),), activate=False,
                         env={ENV: str(media[0])}, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.json() == ["applied", True, True, True]

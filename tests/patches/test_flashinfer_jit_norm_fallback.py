@@ -20,43 +20,26 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import FAKE_CUDA, need, run_python
+from ..support.programs import program
+from ..support.run import run_python
+from ..support.stacks import model_check, overlay_paths
 
 pytestmark = pytest.mark.wheels
 
-PROBE = Path(__file__).resolve().parent.parent / "data" / "matrix_probe.py"
 PATCH = "flashinfer-jit-norm-fallback"
 RELEASE = "0.5.3"
 
 
 @pytest.fixture(scope="module")
 def paths() -> tuple[Path, ...]:
-    for module in ("torch", "transformers", "fastapi", "zmq", "uv"):
-        need(module)
-    from sglang_shims.testing import wheels
-
-    from ..matrix import run
-
-    root = wheels.unpack("sglang", RELEASE)
-    site = run.overlay(RELEASE, root, None) / "site"
+    site, root = overlay_paths(RELEASE)
     assert (site / "flashinfer" / "norm.py").is_file(), "the release's flashinfer is missing"
     return (site, root)
 
 
-def model_check(paths: tuple[Path, ...], workspace: Path, **env: str) -> dict[str, object]:
-    result = run_python(FAKE_CUDA + PROBE.read_text(encoding="utf-8"), paths=paths,
-                        env={"MATRIX_MODEL": "1", "SGLANG_SHIMS_KERNEL_BACKEND": "torch",
-                             "FLASHINFER_WORKSPACE_BASE": str(workspace), **env},
-                        timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
-
-
 def test_model_serves_through_the_fallback_norm(paths: tuple[Path, ...],
                                                 tmp_path: Path) -> None:
-    data = model_check(paths, tmp_path)
+    data = model_check(paths, FLASHINFER_WORKSPACE_BASE=str(tmp_path))
     assert data["kernel_loaded"] == "fallback"
     assert isinstance(data["acted"], list) and PATCH in data["acted"], data
     model = data["model"]
@@ -65,7 +48,8 @@ def test_model_serves_through_the_fallback_norm(paths: tuple[Path, ...],
 
 def test_without_the_patch_flashinfer_builds_and_fails(paths: tuple[Path, ...],
                                                        tmp_path: Path) -> None:
-    data = model_check(paths, tmp_path, SGLANG_SHIMS_DISABLE=PATCH)
+    data = model_check(paths, FLASHINFER_WORKSPACE_BASE=str(tmp_path),
+                       SGLANG_SHIMS_DISABLE=PATCH)
     assert data["kernel_loaded"] == "fallback"
     assert isinstance(data["acted"], list) and PATCH not in data["acted"]
     model = data["model"]
@@ -74,19 +58,12 @@ def test_without_the_patch_flashinfer_builds_and_fails(paths: tuple[Path, ...],
         json.dumps(model)
 
 
-LAYERNORM = f"""
-import json, sglang_shims
-import sglang.srt.layers.layernorm as layernorm
-print(json.dumps({{"state": sglang_shims.status()[{PATCH!r}]["state"],
-                  "module": layernorm.fused_add_rmsnorm.__module__}}))
-"""
-
-
 def test_with_a_kernel_that_loads_flashinfer_stays(paths: tuple[Path, ...],
                                                   standin_kernel: Callable[..., Path],
                                                   tmp_path: Path) -> None:
     kernel = standin_kernel("0.3.14.post1")  # 0.5.3's pin
-    result = run_python(FAKE_CUDA + LAYERNORM, paths=(kernel, *paths),
+    result = run_python(program("patches/flashinfer_jit_norm_fallback"),
+                        paths=(kernel, *paths),
                         env={"FLASHINFER_WORKSPACE_BASE": str(tmp_path)}, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.json() == {"state": "retired", "module": "flashinfer.norm"}, result.stdout

@@ -18,59 +18,15 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need
-from ._transformers import run_json
+from ..support.patch_runs import run_json
+from ..support.programs import program
+from ..support.run import need
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "gemma3-rope-factor-missing"
-POSITIONS = [0, 1, 7, 100, 1000, 4000]
 
-CODE = f"""
-import copy, importlib, json, tempfile, torch
-import transformers
-from transformers import Gemma3TextConfig
-
-def make(scaled):
-    return Gemma3TextConfig(
-        vocab_size=128, hidden_size=256, intermediate_size=256, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=64,
-        max_position_embeddings=8192, sliding_window=16, rope_theta=1e6,
-        rope_local_base_freq=1e4,
-        rope_scaling={{"rope_type": "linear", "factor": 8.0}} if scaled else None,
-        architectures=["Gemma3ForCausalLM"])
-
-folder = tempfile.mkdtemp()
-make(False).save_pretrained(folder)  # ServerArgs reads the model's config.json
-from sglang.srt import server_args as sa
-sa.set_global_server_args_for_scheduler(sa.ServerArgs(model_path=folder, device="cpu"))
-from sglang.srt.distributed import parallel_state as ps
-ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                distributed_init_method="file://" + tempfile.mkdtemp() + "/s")
-ps.initialize_model_parallel(tensor_model_parallel_size=1)
-gemma3 = importlib.import_module("sglang.srt.models.gemma3_causal")
-gemma3.get_rope = lambda *a, **k: torch.nn.Identity()  # the layers' own tables: not needed
-result = {{"transformers": transformers.__version__}}
-for kind in ("unscaled", "scaled"):
-    config = make(kind == "scaled")
-    before = copy.deepcopy(config.rope_parameters)
-    out = result[kind] = {{}}
-    try:
-        model = gemma3.Gemma3TextModel(config=config, quant_config=None)
-        positions = torch.tensor([{POSITIONS!r}])
-        x = torch.zeros(1, len({POSITIONS!r}), 256)
-        for name in ("rotary_emb", "rotary_emb_local"):
-            rope = getattr(model, name)
-            cos, sin = rope(x, positions)
-            out[name] = {{"inv_freq": rope.inv_freq.tolist(), "cos": cos[0].tolist(),
-                         "sin": sin[0].tolist()}}
-    except Exception as exc:
-        out["error"] = f"{{type(exc).__name__}}: {{exc}}"
-    out["config_unchanged"] = config.rope_parameters == before
-import sglang_shims
-result["state"] = sglang_shims.status().get("{PATCH}", {{}}).get("state")
-print(json.dumps(result))
-"""
+CODE = program("patches/gemma3_rope_factor_missing")
 
 
 @pytest.fixture(scope="module")

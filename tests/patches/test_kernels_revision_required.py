@@ -15,42 +15,16 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need
-from ._transformers import run_json
+from ..support.patch_runs import run_json
+from ..support.programs import program
+from ..support.run import need
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "kernels-revision-required"
 
-IMPORT_SGLANG = """
-import json
-result = {}
-try:
-    import sglang
-    result["import"] = "ok " + sglang.__version__
-    from kernels import LayerRepository, Mode
-    from transformers.integrations import hub_kernels
-    entry = hub_kernels._KERNEL_MAPPING["RMSNorm"]["cuda"][Mode.INFERENCE]
-    result["table_entry"] = entry._resolve_revision()
-    pinned = LayerRepository(repo_id="kernels-community/activation", layer_name="Silu",
-                             version=1)
-    result["explicit"] = [pinned._revision, pinned._version]
-except Exception as exc:
-    result["import"] = f"{type(exc).__name__}: {exc}"
-import sglang_shims, kernels, transformers
-result["state"] = sglang_shims.status()["PATCH"]["state"]
-result["versions"] = [kernels.__version__, transformers.__version__]
-print(json.dumps(result))
-""".replace("PATCH", PATCH)
-
-OLD_KERNELS = """
-import json, warnings
-warnings.simplefilter("ignore")
-import kernels
-from kernels import LayerRepository
-entry = LayerRepository(repo_id="kernels-community/liger_kernels", layer_name="LigerRMSNorm")
-print(json.dumps({"version": kernels.__version__, "resolved": entry._resolve_revision()}))
-"""
+IMPORT_SGLANG = program("patches/kernels_revision_required/import_sglang")
+OLD_KERNELS = program("patches/kernels_revision_required/old_kernels")
 
 
 @pytest.fixture(scope="module")

@@ -14,51 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import need, run_python
-from ._transformers import end_with_state, import_attempt, run_applied, run_stock
+from ..support.patch_runs import run_applied, run_stock
+from ..support.programs import program
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "outlines-json-schema-moved"
 
-CASES = """
-import json
-SCHEMAS = [
-    {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-     "required": ["name", "age"]},
-    {"type": "array", "items": {"type": "boolean"}, "minItems": 1, "maxItems": 3},
-    {"type": "object", "properties": {"kind": {"enum": ["a", "b"]}, "n": {"type": "number"}},
-     "required": ["kind"]},
-]
-TEXTS = ['{"name": "x", "age": 3}', '{"name":"x","age":3}', '{"age": 3, "name": "x"}',
-         '{"name": "x"}', '{"name": 1, "age": 3}', '[true]', '[true, false, true]', '[]',
-         '[true, true, true, true]', '{"kind": "a"}', '{"kind": "c"}', '{"kind": "b", "n": 1.5}',
-         '{"kind": "a", "n": -2}', 'null']
-
-def table(build):
-    import re
-    out = []
-    for schema in SCHEMAS:
-        pattern = re.compile(build(json.dumps(schema)))
-        out.append([bool(pattern.fullmatch(t)) for t in TEXTS])
-    return out
-"""
-
-REFERENCE = CASES + """
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("old_json_schema", sys.argv[1])
-old = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(old)
-print(json.dumps(table(lambda s: old.build_regex_from_schema(s))))
-"""
-
-PATCHED = CASES + "result = {}\n" + import_attempt(
-    "sglang.srt.constrained.outlines_backend", "outlines_backend") + """
-if outlines_backend is not None:
-    result["table"] = table(lambda s: outlines_backend.build_regex_from_object(s))
-    import outlines.fsm.json_schema as ofj, outlines_core.fsm.json_schema as ocj
-    result["same_function"] = ofj.build_regex_from_schema is ocj.build_regex_from_schema
-""" + end_with_state(PATCH)
+REFERENCE = program("patches/outlines_json_schema_moved/reference")
+PATCHED = program("patches/outlines_json_schema_moved/patched")
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +35,7 @@ def paths(pypi_release: Callable[[str, str], Path],
 
 
 def test_stock_backend_does_not_import(paths: tuple[Path, ...]) -> None:
-    data = run_stock(PATCHED, paths, PATCH, transformers=None)
+    data = run_stock(PATCHED, paths, PATCH)
     assert data["import"] == ("ImportError: cannot import name 'build_regex_from_schema' from"
                               " 'outlines.fsm.json_schema'"
                               f" ({paths[0] / 'outlines' / 'fsm' / 'json_schema.py'})")
@@ -82,7 +47,7 @@ def test_patched_regexes_match_outlines_0_1_8(paths: tuple[Path, ...],
     reference = run_python(REFERENCE, args=(str(old),), activate=False)
     assert reference.returncode == 0, reference.stderr[-3000:]
     expected = reference.json()
-    data = run_applied(PATCHED, paths, PATCH, transformers=None)
+    data = run_applied(PATCHED, paths, PATCH)
     assert isinstance(expected, list)
     assert data["import"] == "ok"
     assert data["same_function"]

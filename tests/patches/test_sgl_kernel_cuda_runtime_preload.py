@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import run_python
+from ..support.patch_runs import run_json
+from ..support.programs import program
 
 PATCH = "sgl-kernel-cuda-runtime-preload"
 
@@ -71,56 +72,8 @@ if {check} and torch.version.cuda is not None:
 common_ops = object()
 '''
 
-FAKE_DL = '''\
-import json
-import os
-from pathlib import Path
-
-LOADED = dict.fromkeys(json.loads(os.environ.get("ALREADY_LOADED", "[]")), "before")
-SYSTEM = set(json.loads(os.environ.get("ON_SYSTEM_PATH", "[]")))
-
-
-def load(path):
-    LOADED[Path(path).name] = str(path)
-
-
-def is_loaded(soname):
-    return soname in LOADED
-
-
-def on_system_path(soname):
-    return soname in SYSTEM
-
-
-'''
-
-HARNESS = r'''
-import json, os, sys
-
-import fake_dl
-import sglang_shims
-from sglang_shims.catalog import load as _catalog
-
-if not os.environ.get("STOCK"):
-    code = _catalog.load_code(_catalog.load().by_id()[os.environ["PATCH_ID"]])
-    code.load, code.is_loaded = fake_dl.load, fake_dl.is_loaded
-    code.on_search_path = fake_dl.on_system_path
-    code.DEFAULT_CUDA_HOME = os.environ["DEFAULT_CUDA_HOME"]
-    sglang_shims.install()
-if os.environ.get("IMPORT_TORCH"):
-    import torch  # noqa: F401
-out = {}
-try:
-    import sgl_kernel  # noqa: F401
-    out["imported"] = True
-except Exception as exc:
-    out["error"] = f"{type(exc).__name__}: {exc}"
-out["loaded"] = {k: v for k, v in fake_dl.LOADED.items() if v != "before"}
-out["CUDA_HOME"] = os.environ.get("CUDA_HOME")
-if not os.environ.get("STOCK"):
-    out["status"] = sglang_shims.status()[os.environ["PATCH_ID"]]
-print(json.dumps(out))
-'''
+FAKE_DL = program("patches/sgl_kernel_cuda_runtime_preload/tree/fake_dl")
+HARNESS = program("patches/sgl_kernel_cuda_runtime_preload/harness")
 
 
 def has_home_check(version: str) -> bool:
@@ -174,11 +127,7 @@ def run(root: Path, *, stock: bool = False, already: tuple[str, ...] = (),
            "ALREADY_LOADED": json.dumps(already), "ON_SYSTEM_PATH": json.dumps(system), **extra}
     if stock:
         env["STOCK"] = "1"
-    result = run_python(HARNESS, paths=(root,), env=env, activate=not stock)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
+    return run_json(HARNESS, (root,), env, activate=not stock, timeout=120)
 
 
 def status_of(data: dict[str, object]) -> dict[str, object]:

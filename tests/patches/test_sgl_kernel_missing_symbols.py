@@ -27,17 +27,19 @@ from packaging.version import Version
 
 from sglang_shims.catalog.manifest import load_text
 from sglang_shims.engine import journal
+from sglang_shims.engine.gates import Environment
 from sglang_shims.engine.journal import PatchContext, Retired
 from sglang_shims.kernels.surface import symbols
 from sglang_shims.testing import standin, wheels
 
-from .._scripts import load_script
-from ..conftest import FAKE_CUDA, REPO, run_python
+from ..support.programs import program
+from ..support.releases import WHEEL_SAMPLE
+from ..support.run import REPO, run_python
+from ..support.scripts import load_script
 
 PATCH = REPO / "patches" / "sgl-kernel-missing-symbols"
 SCAN = load_script("tools/regen_kernel_symbols.py", "regen_kernel_symbols")
-SAMPLE = ["0.4.2", "0.4.3.post2", "0.4.6", "0.4.9.post3", "0.5.1", "0.5.5", "0.5.9", "0.5.10",
-          "0.5.16", "0.5.23"]
+SAMPLE = WHEEL_SAMPLE  # the releases whose real wheels the suite reads
 
 
 def _patch() -> types.ModuleType:
@@ -145,7 +147,8 @@ def test_every_pair_of_the_data() -> None:
 
 def _ctx(module: types.ModuleType, sglang: str, kernel: str) -> PatchContext:
     manifest = load_text((PATCH / "manifest.toml").read_text(), str(PATCH), PATCH)
-    return PatchContext(manifest, module, {"sglang": sglang, "sgl-kernel": kernel})
+    return PatchContext(manifest, module,
+                        Environment({"sglang": sglang, "sgl-kernel": kernel}, hermetic=True))
 
 
 def test_apply_supplies_and_explains() -> None:
@@ -174,16 +177,7 @@ def test_retires_when_nothing_is_missing_or_release_unknown() -> None:
         patch.apply(_ctx(_kernel_module("0.0.4"), "0.4.6.dev1", "0.0.4"))
 
 
-CALL = """
-    import sgl_kernel
-    from sgl_kernel import {name}
-    try:
-        {name}(None)
-    except Exception as exc:
-        print(type(exc).__name__ + ": " + str(exc))
-    import json, sglang_shims
-    print(json.dumps(sglang_shims.status()["sgl-kernel-missing-symbols"]))
-"""
+CALL = program("patches/sgl_kernel_missing_symbols/call")
 
 # (sglang, kernel, a name that sglang imports and that kernel lacks, the pin)
 CASES = [
@@ -199,10 +193,10 @@ def test_real_wheels_both_directions(sglang: str, kernel: str, name: str, pin: s
                                      sglang_release: Callable[[str], Path],
                                      standin_kernel: Callable[..., Path]) -> None:
     paths = (sglang_release(sglang), standin_kernel(kernel))
-    stock = run_python(CALL.format(name=name), paths=paths,
+    stock = run_python(CALL, paths=paths, args=(name,),
                        env={"SGLANG_SHIMS_DISABLE": "sgl-kernel-missing-symbols"})
     assert f"cannot import name '{name}' from 'sgl_kernel'" in stock.stderr, stock.stderr
-    fixed = run_python(CALL.format(name=name), paths=paths)
+    fixed = run_python(CALL, paths=paths, args=(name,))
     assert fixed.returncode == 0, fixed.stderr
     error, status = fixed.stdout.splitlines()[:2]
     assert error.startswith(f"MissingSymbolError: sgl_kernel.{name} is not available"), error
@@ -219,7 +213,7 @@ def test_real_module_imports(sglang: str, kernel: str, first: str,
                              sglang_release: Callable[[str], Path],
                              standin_kernel: Callable[..., Path]) -> None:
     """sglang's awq module, as imported on a CUDA machine, with a kernel older than it."""
-    code = FAKE_CUDA + "import sglang.srt.layers.quantization.awq as m; print('imported')"
+    code = program("patches/sgl_kernel_missing_symbols/awq")
     paths = (sglang_release(sglang), standin_kernel(kernel))
     stock = run_python(code, paths=paths, timeout=300,
                        env={"SGLANG_SHIMS_DISABLE": "sgl-kernel-missing-symbols"})
@@ -267,16 +261,7 @@ def test_a_name_imported_guarded_and_unguarded(monkeypatch: pytest.MonkeyPatch) 
     assert "__getattr__" not in vars(module)
 
 
-TRTLLM = FAKE_CUDA + """
-import json
-import sglang.srt.layers.quantization.modelopt_quant as modelopt
-import sglang.srt.layers.moe.moe_runner.flashinfer_trtllm as runner
-import sglang_shims
-entry = sglang_shims.status()["sgl-kernel-missing-symbols"]
-print(json.dumps({"runner": type(runner.fp4_quantize).__name__,
-                  "modelopt": repr(modelopt.fp4_quantize), "state": entry["state"],
-                  "proxies": sorted(entry["proxies"])}))
-"""
+TRTLLM = program("patches/sgl_kernel_missing_symbols/trtllm")
 
 
 @pytest.mark.wheels
@@ -290,7 +275,8 @@ def test_real_wheel_guarded_and_unguarded(sglang_release: Callable[[str], Path],
     assert stock.returncode != 0 and "from 'sgl_kernel'" in stock.stderr, stock.stderr[-2000:]
     fixed = run_python(TRTLLM, paths=paths, timeout=300)
     assert fixed.returncode == 0, fixed.stderr[-3000:]
-    data = json.loads(fixed.stdout.strip().splitlines()[-1])
+    data = fixed.json()
+    assert isinstance(data, dict)
     assert data["runner"] == "OptionalSymbol" and data["modelopt"] == "None", data
     assert data["state"] == "applied"
     assert "sgl_kernel.scaled_fp4_quant" in data["proxies"]
@@ -312,18 +298,7 @@ def test_absent_submodule_is_found_from_the_data(tmp_path: Path) -> None:
     assert "sparse_flash_attn" not in patch.absent_submodules("0.5.17", module)
 
 
-DUAL_CHUNK = FAKE_CUDA + """
-import json
-import sglang.srt.layers.attention.dual_chunk_flashattention_backend as backend
-try:
-    backend.sparse_attn_func(None)
-except Exception as exc:
-    error = f"{type(exc).__name__}: {exc}"
-import sglang_shims
-entry = sglang_shims.status()["sgl-kernel-missing-symbols"]
-print(json.dumps({"error": error, "state": entry["state"],
-                  "absent": entry["details"].get("absent_submodules", {})}))
-"""
+DUAL_CHUNK = program("patches/sgl_kernel_missing_symbols/dual_chunk")
 
 
 @pytest.mark.wheels
@@ -338,7 +313,8 @@ def test_real_wheel_absent_submodule(sglang_release: Callable[[str], Path],
         stock.stderr[-2000:]
     fixed = run_python(DUAL_CHUNK, paths=paths, timeout=300)
     assert fixed.returncode == 0, fixed.stderr[-3000:]
-    data = json.loads(fixed.stdout.strip().splitlines()[-1])
+    data = fixed.json()
+    assert isinstance(data, dict)
     assert data["error"].startswith("MissingSymbolError: sgl_kernel.sparse_flash_attn."
                                     "sparse_attn_func is not available"), data["error"]
     assert "sgl-kernel==0.3.21" in data["error"]

@@ -1,4 +1,6 @@
-"""sglang 0.5.18 and 0.5.23 with no sgl_kernel at all: the stand-in serves their serving graph.
+"""sgl-kernel-triton-fallback: sglang 0.5.18 and 0.5.23 with no sgl_kernel at all, the
+stand-in serves their serving graph; a real sgl_kernel that fails to import is stood in for,
+and the cause noted.
 
 0.5.18 moved much of sglang's kernel code into its own JIT package (``sglang.kernels``), but
 every release through 0.5.23 still imports ``sgl_kernel`` at module level on CUDA (layernorm,
@@ -11,6 +13,12 @@ import with other pins go first on the path (the transformers each pins, with a 
 tokenizers it accepts; flashinfer, xgrammar, apache-tvm-ffi and openai as for 0.5.17).
 The sglang wheels are published for CPython 3.12 only; their Python files are what is
 imported, so they are fetched for 3.12 on any Python.
+
+sgl-kernel >= 0.4 raises one ImportError whose first line is "Could not load any
+common_ops library!" and whose later lines name the cause (a CUDA library it cannot open,
+an undefined torch symbol).  The engine records the first line as the reason; the patch
+adds the cause as a note.  Met on the H200 with sglang-kernel 0.4.5 whose common_ops needs
+libcudart.so.12 (``benchmarks/results/e2e-sglang0.5.17-h200-2026-12-01.md``).
 """
 
 from __future__ import annotations
@@ -21,61 +29,34 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import IMPORT_EACH, Result, need, run_python
-from ..test_serving_graph import SERVING_GRAPH
+from ..support.programs import program
+from ..support.run import need, run_python
+from ..support.stacks import (
+    LATE_RELEASES,
+    failed_imports,
+    failed_without_the_shims,
+    import_graph,
+    late_release_paths,
+)
 
-pytestmark = pytest.mark.wheels
-
-COMMON = (("huggingface_hub", "1.33.0"), ("flashinfer-python", "0.6.15.post1"),
-          ("xgrammar", "0.2.1"), ("apache-tvm-ffi", "0.1.15.post2"), ("openai", "2.6.1"))
-# {release: its transformers pin and the tokenizers that transformers accepts}
-RELEASES = {"0.5.18": (("transformers", "5.12.1"), ("tokenizers", "0.22.2")),
-            "0.5.23": (("transformers", "5.19.0"), ("tokenizers", "0.23.2"))}
-FOR_PY312 = ("--python-version", "3.12", "--implementation", "cp", "--platform",
-             "manylinux_2_34_x86_64")
-
-IMPORT_ALL = IMPORT_EACH + """
-out = {"results": {name: text[:500] for name, text in results.items()}}
-try:
-    import sgl_kernel, sglang_shims, torch
-    out["fallback"] = getattr(sgl_kernel, "__sglang_shims_fallback__", None)
-    out["state"] = sglang_shims.status()["sgl-kernel-triton-fallback"]["state"]
-    out["rmsnorm_op"] = hasattr(torch.ops.sgl_kernel, "rmsnorm")
-    out["served"] = {name: type(getattr(sgl_kernel, name)).__name__
-                     for name in ("rmsnorm", "fused_add_rmsnorm", "silu_and_mul")}
-except BaseException as exc:
-    out["error"] = f"{type(exc).__name__}: {exc}"[:500]
-print(json.dumps(out))
-"""
+PROGRAM = "serving_graph/no_kernel"
 
 
-@pytest.fixture(scope="module", params=sorted(RELEASES))
+@pytest.fixture(scope="module", params=sorted(LATE_RELEASES))
 def release(request: pytest.FixtureRequest,
             pypi_release: Callable[[str, str], Path]) -> tuple[str, tuple[Path, ...]]:
-    for module in ("torch", "fastapi", "zmq"):
-        need(module)
-    from sglang_shims.testing import wheels
-
     version: str = request.param
-    try:
-        sglang = wheels.unpack("sglang", version, pip_args=FOR_PY312)
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    extra = tuple(pypi_release(d, v) for d, v in (*RELEASES[version], *COMMON))
-    return version, (*extra, sglang)
+    return version, late_release_paths(pypi_release, version)
 
 
-def import_graph(paths: tuple[Path, ...], **env: str) -> Result:
-    code = IMPORT_ALL.replace("MODULES", repr(SERVING_GRAPH))
-    return run_python(code, paths=paths, env=env, timeout=900)
-
-
+@pytest.mark.wheels
 def test_serving_graph_imports_with_no_kernel(release: tuple[str, tuple[Path, ...]]) -> None:
     version, paths = release
-    result = import_graph(paths)
+    result = import_graph(PROGRAM, paths, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    data = json.loads(result.stdout.strip().splitlines()[-1])
-    failed = {k: v for k, v in data["results"].items() if v != "ok"}
+    data = result.json()
+    assert isinstance(data, dict)
+    failed = failed_imports(data)
     assert failed == {}, f"sglang {version}: " + json.dumps(failed, indent=1)
     assert "error" not in data, data
     assert data["fallback"] == "sgl_kernel is not installed"
@@ -86,10 +67,49 @@ def test_serving_graph_imports_with_no_kernel(release: tuple[str, tuple[Path, ..
                                            "function"), data["served"]
 
 
+@pytest.mark.wheels
 def test_serving_graph_fails_without_the_shims(release: tuple[str, tuple[Path, ...]]) -> None:
     version, paths = release
-    result = import_graph(paths, SGLANG_SHIMS="0")
-    data = json.loads(result.stdout.strip().splitlines()[-1])
-    failed = {k: v for k, v in data["results"].items() if v != "ok"}
+    failed = failed_without_the_shims(PROGRAM, paths, timeout=900)
     assert failed.get("sglang.srt.entrypoints.http_server") == (
         "ModuleNotFoundError: No module named 'sgl_kernel'"), f"sglang {version}: {failed}"
+
+
+# -- a real sgl_kernel that fails to import ---------------------------------------------
+
+MESSAGE = ("[sgl_kernel] CRITICAL: Could not load any common_ops library!\\n\\n"
+           "GPU Info:\\n- Compute capability: 90\\n\\n"
+           "Error details from previous import attempts:\\n"
+           "- ImportError: libcudart.so.12: cannot open shared object file: No such file or"
+           " directory\\n- ModuleNotFoundError: No module named 'common_ops'\\n")
+
+
+def broken_kernel(root: Path) -> Path:
+    """sgl_kernel 0.4.5 whose import fails the way 0.4.5's loader reports it, and an
+    sglang 0.5.17 distribution (metadata only) pinning it."""
+    package = root / "sgl_kernel"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(f'raise ImportError("{MESSAGE}")\n')
+    for dist, version, requires in (("sglang_kernel", "0.4.5", ""),
+                                    ("sglang", "0.5.17", "Requires-Dist: sglang-kernel==0.4.5\n")):
+        info = root / f"{dist}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {dist.replace('_', '-')}\nVersion: {version}\n"
+            + requires)
+    return root
+
+
+def test_the_cause_of_a_failed_kernel_import_is_noted(tmp_path: Path) -> None:
+    need("torch")
+    result = run_python(program("patches/sgl_kernel_triton_fallback_broken_kernel"),
+                        paths=(broken_kernel(tmp_path),), timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = result.json()
+    assert isinstance(data, dict)
+    assert data["state"] == "applied"
+    assert "Could not load any common_ops library" in data["reason"]
+    why = [n for n in data["notes"] if n.startswith("why the installed sgl_kernel")]
+    assert why == ["why the installed sgl_kernel did not import: ImportError: libcudart.so.12:"
+                   " cannot open shared object file: No such file or directory;"
+                   " ModuleNotFoundError: No module named 'common_ops'"], data["notes"]

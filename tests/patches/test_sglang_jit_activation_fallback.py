@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_sglang_jit_rope_fallback import run_harness, sglang0513
-
-__all__ = ["sglang0513"]  # the fixture, shared
+from ..support.model_forward import run_harness
 
 pytestmark = pytest.mark.wheels
 

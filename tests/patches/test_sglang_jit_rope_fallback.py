@@ -11,7 +11,7 @@ sgl-kernel's parameters, for 0.5.10-0.5.16 the stand-in for sglang's new ones.
   and torch-native attention, bf16, tokens checked against transformers) passes, and with
   only this patch disabled fails at 0.5.9's JIT op.
 * 0.5.13 (its MLP also needs ``sglang-jit-activation-fallback``), on the environment the
-  0.5.17 tests build: ``tests/test_model_forward.py``'s batch (8 prompts, prefill and 4
+  0.5.17 tests build: ``tests/wheels/test_model_forward.py``'s batch (8 prompts, prefill and 4
   decode steps, float32) gives every greedy token of transformers, and with only this
   patch disabled stops at 0.5.13's JIT op.
 """
@@ -19,47 +19,21 @@ sgl-kernel's parameters, for 0.5.10-0.5.16 the stand-in for sglang's new ones.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from ..conftest import FAKE_CUDA, need, run_python
-from ..test_model_forward import run_harness, serve
-from ..test_serving_graph_0517 import release_paths
+from ..support.model_forward import run_harness, serve
+from ..support.stacks import model_check, overlay_paths
 
 pytestmark = pytest.mark.wheels
 
-PROBE = Path(__file__).resolve().parent.parent / "data" / "matrix_probe.py"
 PATCH = "sglang-jit-rope-fallback"
 
 
 @pytest.fixture(scope="module")
 def paths() -> tuple[Path, ...]:
-    for module in ("torch", "transformers", "fastapi", "zmq", "uv"):
-        need(module)
-    from sglang_shims.testing import wheels
-
-    from ..matrix import run
-
-    root = wheels.unpack("sglang", "0.5.9")
-    return (run.overlay("0.5.9", root, None) / "site", root)
-
-
-@pytest.fixture(scope="module")
-def sglang0513(pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    need("transformers")
-    return release_paths(pypi_release, "0.5.13")
-
-
-def model_check(paths: tuple[Path, ...], **env: str) -> dict[str, object]:
-    result = run_python(FAKE_CUDA + PROBE.read_text(encoding="utf-8"), paths=paths,
-                        env={"MATRIX_MODEL": "1", "SGLANG_SHIMS_KERNEL_BACKEND": "torch", **env},
-                        timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
+    return overlay_paths("0.5.9")
 
 
 def test_model_serves_through_the_fallback_rope(paths: tuple[Path, ...]) -> None:

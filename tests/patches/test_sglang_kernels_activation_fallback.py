@@ -1,6 +1,6 @@
 """sglang-kernels-activation-fallback: with RoPE served, sglang 0.5.17's MLP is next.
 
-The run of ``tests/test_model_forward.py`` on sglang 0.5.17 (real wheel, no sgl_kernel),
+The run of ``tests/wheels/test_model_forward.py`` on sglang 0.5.17 (real wheel, no sgl_kernel),
 which passes with this patch applied (asserted there), with only this patch disabled: the
 forward pass gets past RoPE and must stop at sglang's JIT activation op.
 """
@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_sglang_kernels_rope_fallback import run_harness, sglang0517
-
-__all__ = ["sglang0517"]  # the fixture, shared
+from ..support.model_forward import run_harness
 
 pytestmark = pytest.mark.wheels
 

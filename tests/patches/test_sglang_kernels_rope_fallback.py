@@ -2,10 +2,10 @@
 
 sglang 0.5.17 runs RoPE through its own JIT CUDA kernel in ``sglang.kernels`` (nvcc at
 the first call, a CUDA-only torch op).  On the real wheel in the environment
-``tests/test_serving_graph_0517.py`` builds, with no sgl_kernel (the Triton fallback
-stands in for it), ``tests/test_model_forward.py`` serves a batch through sglang's own
-Qwen3 and Llama and checks every greedy token against transformers, with this patch
-applied (asserted there).  Here the same run with only this patch disabled must fail at
+``tests/wheels/test_serving_graph_no_kernel.py`` imports, with no sgl_kernel (the Triton
+fallback stands in for it), ``tests/wheels/test_model_forward.py`` serves a batch through
+sglang's own Qwen3 and Llama and checks every greedy token against transformers, with this
+patch applied (asserted there).  Here the same run with only this patch disabled must fail at
 sglang's JIT op: the patch is what makes it pass.
 
 The stand-ins themselves are checked against float64 math in ``test_sglang_jit_adapters``.
@@ -13,22 +13,13 @@ The stand-ins themselves are checked against float64 math in ``test_sglang_jit_a
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from ..conftest import need
-from ..test_model_forward import run_harness
-from ..test_serving_graph_0517 import release_paths
+from ..support.model_forward import run_harness
 
 pytestmark = pytest.mark.wheels
-
-
-@pytest.fixture(scope="module")
-def sglang0517(pypi_release: Callable[[str, str], Path]) -> tuple[Path, ...]:
-    need("transformers")
-    return release_paths(pypi_release)
 
 
 def test_without_the_patch_the_first_rope_fails(sglang0517: tuple[Path, ...]) -> None:

@@ -26,7 +26,9 @@ import pytest
 
 from sglang_shims.testing import wheels
 
-from ..conftest import need, run_python
+from ..support.patch_runs import run_json
+from ..support.programs import program
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 
@@ -103,184 +105,7 @@ def smem_estimate(launch: dict[str, int], elem: int = 2) -> int:
 
 # -- the tree and the harness ----------------------------------------------------------------
 
-UTILS = '''\
-"""Stand-in for sglang.srt.utils: what the attention modules import from it."""
-import torch
-
-
-def is_cuda():
-    return torch.version.hip is None and torch.cuda.is_available()
-
-
-def is_hip():
-    return torch.version.hip is not None
-
-
-def is_gfx95_supported():
-    return False
-'''
-
-FAKE_TRITON = '''\
-"""Stand-in for triton: @jit keeps the function; a launch is recorded by the harness."""
-
-
-class JITFunction:
-    def __init__(self, fn):
-        self.fn = fn
-        self.__name__ = fn.__name__
-
-    def __getitem__(self, grid):
-        raise RuntimeError("the harness replaces the kernels before calling")
-
-
-def jit(fn=None, **options):
-    return JITFunction(fn) if fn is not None else JITFunction
-
-
-def next_power_of_2(n):
-    return 1 << (int(n) - 1).bit_length()
-
-
-def cdiv(a, b):
-    return -(-a // b)
-
-
-from . import language  # noqa: E402
-'''
-
-FAKE_LANGUAGE = '''\
-class constexpr:
-    pass
-
-
-def __getattr__(name):
-    return constexpr
-'''
-
-HARNESS = r'''
-import inspect, json, os, sys
-
-import torch
-
-cap = tuple(int(x) for x in os.environ["FAKE_CAPABILITY"].split("."))
-torch.cuda.is_available = lambda: True
-
-
-def get_device_capability(device=None):
-    return cap
-
-
-torch.cuda.get_device_capability = get_device_capability
-if os.environ.get("FAKE_HIP"):
-    torch.version.hip = "6.2"
-if os.environ.get("PRE_IMPORT"):
-    import sglang.srt.utils  # noqa: F401  (before the shims, as an early import would)
-    import importlib
-    importlib.import_module(os.environ["PRE_IMPORT"])
-if not os.environ.get("STOCK"):
-    import sglang_shims
-    sglang_shims.install()  # watches every pending target, whatever the watch table says
-import importlib
-
-import sglang.srt.utils  # noqa: F401  (the patch's target)
-
-import triton
-
-COMPILE = bool(os.environ.get("COMPILE"))
-out = {"runs": [], "caller_sees": list(torch.cuda.get_device_capability())}
-
-
-class Recorder:
-    def __init__(self):
-        self.calls = []
-
-    def __getitem__(self, grid):
-        def launch(*args, **kwargs):
-            self.calls.append((args, kwargs))
-        return launch
-
-
-def shared_bytes(fn, args, kwargs):
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    bound = dict(zip(fn.arg_names, args))
-    bound.update(kwargs)
-    types = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32",
-             torch.int64: "*i64"}
-    signature, constexprs = {}, {}
-    for index, param in enumerate(fn.params):
-        value = bound.get(param.name)
-        if param.is_constexpr or value is None:
-            signature[param.name] = "constexpr"
-            constexprs[(index,)] = value
-        elif isinstance(value, torch.Tensor):
-            signature[param.name] = types[value.dtype]
-        elif isinstance(value, float):
-            signature[param.name] = "fp32"
-        else:
-            signature[param.name] = "i32"
-    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
-    options = {"num_warps": kwargs.get("num_warps", 4),
-               "num_stages": kwargs.get("num_stages", 3)}
-    compiled = triton.compile(source, target=GPUTarget("cuda", 120, 32), options=options)
-    return compiled.metadata.shared
-
-
-def record(module, call, label):
-    kernel = module._fwd_kernel
-    recorder = Recorder()
-    module._fwd_kernel = recorder
-    try:
-        call()
-    finally:
-        module._fwd_kernel = kernel
-    (args, kwargs), = recorder.calls
-    launch = {k: v for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool)}
-    launch.update(label)
-    if COMPILE:
-        launch["shared"] = shared_bytes(kernel, args, kwargs)
-    out["runs"].append(launch)
-
-
-bf16 = torch.bfloat16
-for name in json.loads(os.environ["MODULES"]):
-    module = importlib.import_module(name)
-    out.setdefault("constants", {})[name] = list(module.CUDA_CAPABILITY)
-    if name.endswith("prefill_attention"):
-        for d in json.loads(os.environ["PREFILL_DIMS"]):
-            q = torch.zeros(32, 4, d, dtype=bf16)
-            b_start = torch.tensor([0, 16], dtype=torch.int32)
-            b_len = torch.tensor([16, 16], dtype=torch.int32)
-            record(module, lambda: module.context_attention_fwd(
-                q, q.clone(), q.clone(), q.clone(), b_start, b_len, 16),
-                {"kernel": "prefill", "D": d})
-        continue
-    for lq, lv in json.loads(os.environ["EXTEND_DIMS"]):
-        t, h = 8, 4
-        i32, i64 = torch.int32, torch.int64
-        qk = lambda: torch.zeros(t, h, lq, dtype=bf16)  # noqa: E731
-        vo = lambda: torch.zeros(t, h, lv, dtype=bf16)  # noqa: E731
-        given = {
-            "q_extend": qk(), "k_extend": qk(), "v_extend": vo(), "o_extend": vo(),
-            "k_buffer": qk(), "v_buffer": vo(),
-            "req_to_tokens": torch.zeros(1, t, dtype=i32), "b_req_idx": torch.zeros(1, dtype=i32),
-            "b_seq_len": torch.tensor([t], dtype=i32),
-            "b_seq_len_extend": torch.tensor([t], dtype=i32),
-            "b_start_loc_extend": torch.zeros(1, dtype=i32), "max_len_extend": t,
-            "qo_indptr": torch.tensor([0, t], dtype=i32),
-            "kv_indptr": torch.tensor([0, 0], dtype=i32),
-            "kv_indices": torch.zeros(1, dtype=i64), "custom_mask": None, "is_causal": True,
-            "mask_indptr": torch.zeros(1, dtype=i64), "k_scale": 1.0, "v_scale": 1.0,
-        }
-        params = inspect.signature(module.extend_attention_fwd).parameters
-        kwargs = {k: given[k] for k, p in params.items() if p.default is inspect.Parameter.empty}
-        record(module, lambda: module.extend_attention_fwd(**kwargs),
-               {"kernel": "extend", "Lq": lq, "Lv": lv})
-if "sglang_shims.engine" in sys.modules:
-    import sglang_shims
-    out["status"] = sglang_shims.status().get(os.environ["PATCH_ID"])
-print(json.dumps(out))
-'''
+HARNESS = program("patches/sm120_triton_attention_tiles/harness")
 
 
 def module_names(release: Path, version: str) -> list[str]:
@@ -312,15 +137,18 @@ def build_tree(release: Path, version: str, dest: Path, fake_triton: bool) -> Pa
                         init.write_text("")
     (dest / "sglang" / "srt").mkdir(parents=True, exist_ok=True)
     (dest / "sglang" / "srt" / "__init__.py").write_text("")
-    (dest / "sglang" / "srt" / "utils.py").write_text(UTILS)
+    (dest / "sglang" / "srt" / "utils.py").write_text(
+        program("patches/sm120_triton_attention_tiles/tree/sglang_srt_utils"))
     (dest / "sglang" / "__init__.py").write_text("")
     (info,) = release.glob("sglang-*.dist-info")
     (dest / info.name).mkdir()
     shutil.copy(info / "METADATA", dest / info.name / "METADATA")
     if fake_triton:
         (dest / "triton").mkdir()
-        (dest / "triton" / "__init__.py").write_text(FAKE_TRITON)
-        (dest / "triton" / "language.py").write_text(FAKE_LANGUAGE)
+        (dest / "triton" / "__init__.py").write_text(
+            program("patches/sm120_triton_attention_tiles/tree/triton_init"))
+        (dest / "triton" / "language.py").write_text(
+            program("patches/sm120_triton_attention_tiles/tree/triton_language"))
     return dest
 
 
@@ -353,11 +181,7 @@ def run(folder: Path, modules: list[str], capability: str, *, stock: bool = Fals
         env["COMPILE"] = "1"
     # PRE_IMPORT: the modules are imported before the shims exist (install() comes later)
     activate = not stock and "PRE_IMPORT" not in extra
-    result = run_python(HARNESS, paths=(folder,), env=env, activate=activate, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
+    return run_json(HARNESS, (folder,), env, activate=activate)
 
 
 def tiles(data: dict[str, object], kernel: str) -> dict[object, object]:
@@ -461,14 +285,8 @@ def test_estimate_formula_examples() -> None:
 
 
 def _triton_can_compile() -> str | None:
-    probe = run_python("""
-        import triton
-        from triton.backends.compiler import GPUTarget
-        from triton.compiler import ASTSource
-        major, minor = (int(x) for x in triton.__version__.split(".")[:2])
-        assert (major, minor) >= (3, 3), triton.__version__
-        print(triton.__version__)
-    """, activate=False)
+    probe = run_python(program("patches/sm120_triton_attention_tiles/triton_can_compile"),
+                       activate=False)
     return None if probe.returncode == 0 else probe.stderr.strip().splitlines()[-1]
 
 

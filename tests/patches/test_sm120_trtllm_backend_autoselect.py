@@ -17,83 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import need, run_python
+from ..support.patch_runs import run_json
+from ..support.programs import program
+from ..support.run import need
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "sm120-trtllm-backend-autoselect"
 
-HARNESS = r'''
-import dataclasses, json, os, sys
-
-import torch
-
-if not os.environ.get("STOCK"):
-    import sglang_shims
-    sglang_shims.install()
-try:
-    import sglang.srt.server_args as server_args
-except ModuleNotFoundError as exc:
-    # only a third-party module missing is an absence to report; an ImportError from
-    # sglang itself or from the shims is a failure (the traceback goes to stderr)
-    if (exc.name or "").partition(".")[0] in ("sglang", "sglang_shims", "sgl_kernel", ""):
-        raise
-    print(json.dumps({"import_error": f"{type(exc).__name__}: {exc}"}))
-    raise SystemExit(0)
-import sglang.srt.utils as utils
-
-# Faked only after the imports: transformers/torch._dynamo would try to initialise CUDA.
-torch.cuda.is_available = lambda: True
-torch.cuda.device_count = lambda: 1
-
-
-class HFConfig:
-    architectures = ["LlamaForCausalLM"]
-
-
-class ModelConfig:
-    hf_config = HFConfig()
-
-    def get_num_kv_heads(self, tp_size):
-        return 8
-
-
-def select(capability, backend=None, mla=False):
-    cap = tuple(int(x) for x in capability.split("."))
-    torch.cuda.get_device_capability = lambda device=None: cap
-    for module in {utils, sys.modules.get("sglang.srt.utils.common")} - {None}:
-        for value in vars(module).values():  # sglang caches its capability answers
-            if callable(getattr(value, "cache_clear", None)):
-                value.cache_clear()
-    cls = server_args.ServerArgs
-    args = object.__new__(cls)  # the dataclass defaults, without __post_init__
-    for field in dataclasses.fields(cls):
-        if field.default is not dataclasses.MISSING:
-            value = field.default
-        elif field.default_factory is not dataclasses.MISSING:
-            value = field.default_factory()
-        else:
-            value = None
-        setattr(args, field.name, value)
-    args.model_path = "stand-in"
-    args.attention_backend = backend
-    args.get_model_config = lambda: ModelConfig()
-    args.model_config = ModelConfig()
-    args.use_mla_backend = lambda: mla
-    out = {"utils_is_blackwell": bool(utils.is_blackwell())}
-    try:
-        cls._handle_attention_backend_compatibility(args)
-        out["backend"] = args.attention_backend
-    except ValueError as exc:
-        out["error"] = str(exc)
-    return out
-
-
-result = {"cases": [select(**case) for case in json.loads(os.environ["CASES"])]}
-if "sglang_shims.engine" in sys.modules:
-    result["status"] = sglang_shims.status()[os.environ["PATCH_ID"]]
-print(json.dumps(result))
-'''
+HARNESS = program("patches/sm120_trtllm_backend_autoselect")
 
 MHA_12 = {"capability": "12.0"}
 EXPLICIT_12 = {"capability": "12.0", "backend": "trtllm_mha"}
@@ -109,10 +41,7 @@ def run(release: Path, gpus: str, cases: tuple[dict[str, object], ...] = CASES, 
     env = {"SGLANG_SHIMS_GPU_CAPABILITY": gpus, "PATCH_ID": PATCH, "CASES": json.dumps(cases)}
     if stock:
         env["STOCK"] = "1"
-    result = run_python(HARNESS, paths=(release,), env=env, activate=not stock, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
+    data = run_json(HARNESS, (release,), env, activate=not stock, timeout=300)
     if "import_error" in data:
         pytest.skip(f"sglang's runtime dependencies are missing here: {data['import_error']}")
     status = data.get("status", {})

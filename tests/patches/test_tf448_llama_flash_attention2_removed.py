@@ -18,53 +18,23 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need
-from ._transformers import TRANSFORMERS5, end_with_state, run_json, transformers_paths
+from ..support.patch_runs import run_json
+from ..support.programs import program
+from ..support.run import need
+from ..support.transformers5 import TRANSFORMERS5, transformers_paths
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf448-llama-flash-attention2-removed"
 
-REMOTE = '''
-from transformers.models.llama.modeling_llama import LlamaAttention, LlamaFlashAttention2
-
-
-class RemoteFlashAttention(LlamaFlashAttention2):
-    """As remote code specialises the flash-attention class."""
-
-
-ATTENTION_CLASSES = {"eager": LlamaAttention, "flash_attention_2": RemoteFlashAttention}
-'''
-
-CODE = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-import torch, transformers
-result = {"transformers": transformers.__version__}
-try:
-    import modeling_remote
-    from transformers import LlamaConfig
-    from transformers.models.llama import modeling_llama as ml
-    config = LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
-                         num_key_value_heads=2, num_hidden_layers=1, vocab_size=32)
-    config._attn_implementation = "eager"  # flash attention needs a GPU; the class is one
-    torch.manual_seed(0)
-    flash = modeling_remote.ATTENTION_CLASSES["flash_attention_2"](config, 0)
-    plain = ml.LlamaAttention(config, 0)
-    plain.load_state_dict(flash.state_dict())
-    x = torch.randn(1, 5, 64)
-    cos_sin = ml.LlamaRotaryEmbedding(config=config)(x, torch.arange(5)[None])
-    result["is_llama_attention"] = isinstance(flash, ml.LlamaAttention)
-    result["same"] = torch.equal(flash(x, cos_sin, None)[0], plain(x, cos_sin, None)[0])
-except Exception as exc:
-    result["error"] = f"{type(exc).__name__}: {exc}"
-""" + end_with_state(PATCH)
+CODE = program("patches/tf448_llama_flash_attention2_removed/remote_code")
 
 
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("remote_code")
-    (folder / "modeling_remote.py").write_text(REMOTE, encoding="utf-8")
+    remote = program("patches/tf448_llama_flash_attention2_removed/tree/modeling_remote")
+    (folder / "modeling_remote.py").write_text(remote, encoding="utf-8")
     return folder
 
 

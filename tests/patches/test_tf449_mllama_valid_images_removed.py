@@ -12,43 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import need, run_python
-from ._transformers import end_with_state, import_attempt, run_applied, run_stock
+from ..support.patch_runs import run_applied, run_stock
+from ..support.programs import program
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf449-mllama-valid-images-removed"
 
-CASES = """
-import json
-import numpy as np
-import PIL.Image
-img = PIL.Image.new("RGB", (4, 4))
-arr = np.zeros((4, 4, 3), dtype=np.uint8)
-INPUTS = [[img], [img, arr], [arr], [], [img, "x"], ["x"], [img, None], [[img]], [1, 2]]
-
-def table(check):
-    out = []
-    for value in INPUTS:
-        got = check(value)
-        out.append(got if isinstance(got, bool) else repr(got))
-    return out
-"""
-
-REFERENCE = CASES + """
-import transformers
-assert transformers.__version__ == "4.48.3", transformers.__version__
-from transformers.models.mllama.image_processing_mllama import is_valid_list_of_images
-print(json.dumps(table(is_valid_list_of_images)))
-"""
-
-PATCHED = CASES + """
-import transformers
-result = {"transformers": transformers.__version__}
-""" + import_attempt("sglang.srt.configs.qwen2_5_vl_config", "qwen2_5_vl_config") + """
-if qwen2_5_vl_config is not None:
-    result["table"] = table(qwen2_5_vl_config.is_valid_list_of_images)
-""" + end_with_state(PATCH)
+REFERENCE = program("patches/tf449_mllama_valid_images_removed/reference")
+PATCHED = program("patches/tf449_mllama_valid_images_removed/patched")
 
 
 @pytest.fixture(scope="module")

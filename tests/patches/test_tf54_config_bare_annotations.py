@@ -15,56 +15,17 @@ from typing import Any
 
 import pytest
 
-from ..conftest import FAKE_CUDA, need
-from ._transformers import end_with_state, import_attempt, run_json, transformers_paths
+from ..support.patch_runs import run_json
+from ..support.programs import program
+from ..support.run import need
+from ..support.transformers5 import transformers_paths
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf54-config-bare-annotations"
 BROKEN = "5.5.0"  # the later of the two releases with non-keyword-only config fields
 
-CODE = FAKE_CUDA + """
-import json
-import transformers
-from transformers import PretrainedConfig
-result = {"transformers": transformers.__version__}
-""" + import_attempt("sglang.srt.configs") + """
-if result["import"] == "ok":
-    from sglang.srt.configs.deepseekvl2 import DeepseekVL2Config
-    from sglang.srt.configs.janus_pro import MultiModalityConfig
-    ds = DeepseekVL2Config(vision_config={"width": 64}, projector_config={"n_embed": 32},
-                           language_config={"hidden_size": 64, "num_hidden_layers": 2})
-    mm = MultiModalityConfig(
-        vision_config={"cls": "CLIPVisionTower", "params": {"image_size": 384}},
-        aligner_config={"cls": "MlpProjector", "params": {"depth": 2}},
-        gen_vision_config={"cls": "VQ-16", "params": {}},
-        gen_aligner_config={"cls": "MlpProjector", "params": {}},
-        gen_head_config={"cls": "vision_head", "params": {}},
-        language_config={"hidden_size": 64})
-    def plain(config):
-        d = config.to_dict()
-        d.pop("transformers_version", None)
-        return json.loads(json.dumps(d, sort_keys=True, default=str))
-    result["deepseekvl2"] = {k: v for k, v in plain(ds).items()
-                             if k in ("vision_config", "projector_config", "tile_tag",
-                                      "candidate_resolutions", "architectures")}
-    result["janus"] = {k: v for k, v in plain(mm).items()
-                       if k in ("vision_config", "aligner_config", "gen_head_config")}
-    result["vision_width"] = ds.vision_config.width
-    try:
-        import sglang.srt.models.vila
-        result["vila"] = "ok"
-    except Exception as exc:
-        result["vila"] = f"{type(exc).__name__}: {exc}"
-try:
-    class Outside(PretrainedConfig):
-        model_type = "outside"
-        a: int = 1
-        b: int
-    result["outside"] = "created"
-except TypeError as exc:
-    result["outside"] = f"TypeError: {exc}"
-""" + end_with_state(PATCH)
+CODE = program("patches/tf54_config_bare_annotations")
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +37,7 @@ def paths(sglang_release: Callable[[str], Path], standin_kernel: Callable[..., P
 
 
 def run(paths: tuple[Path, ...], **env: str) -> dict[str, Any]:
-    return run_json(CODE, paths, env, transformers=None)
+    return run_json(CODE, paths, env)
 
 
 def test_configs_import_and_serialise_as_on_transformers4(

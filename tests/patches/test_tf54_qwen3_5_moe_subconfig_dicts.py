@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from ._transformers import end_with_state, run_json, transformers_paths
+from ..support.patch_runs import run_json
+from ..support.programs import program
+from ..support.transformers5 import transformers_paths
 
 pytestmark = pytest.mark.wheels
 
@@ -43,19 +45,7 @@ CONFIG = {
         "deepstack_visual_indexes": []},
 }
 
-CODE = """
-import json, sys
-import transformers
-from sglang.srt.utils.hf_transformers_utils import get_config
-result = {"transformers": transformers.__version__}
-config = get_config(sys.argv[1], trust_remote_code=False)
-result["class"] = type(config).__name__
-for key in ("vision_config", "text_config"):
-    sub = getattr(config, key)
-    result[key] = type(sub).__name__
-    values = sub if isinstance(sub, dict) else sub.to_dict()
-    result[key + "_values"] = json.loads(json.dumps(values, default=str))
-""" + end_with_state(PATCH)
+CODE = program("patches/tf54_qwen3_5_moe_subconfig_dicts")
 
 
 @pytest.fixture(scope="module")

@@ -17,42 +17,21 @@ from typing import Any
 
 import pytest
 
-from ._transformers import FAKE_CUDA, SINGLE_PROCESS_TP, run_json, sglang_on_transformers5
+from ..support.patch_runs import run_json
+from ..support.programs import program
+from ..support.transformers5 import TRANSFORMERS5, sglang_on_transformers5
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf5-gemma3-rope"
 POSITIONS = [0, 1, 7, 100, 1000, 4000, 8191]
 
-CODE = FAKE_CUDA + SINGLE_PROCESS_TP + f"""
-import importlib, json
-import transformers
-from transformers import Gemma3TextConfig
-import sglang_shims
+CODE = program("patches/tf5_gemma3_rope")
 
-config = Gemma3TextConfig(
-    vocab_size=128, hidden_size=256, intermediate_size=256, num_hidden_layers=2,
-    num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=8192,
-    sliding_window=16, rope_theta=1e6, rope_local_base_freq=1e4,
-    rope_scaling={{"rope_type": "linear", "factor": 8.0}})
-result = {{"transformers": transformers.__version__}}
-try:
-    gemma3 = importlib.import_module("sglang.srt.models.gemma3_causal")
-    model = gemma3.Gemma3ForCausalLM(config=config, quant_config=None)
-    result["build"] = "ok"
-except Exception as exc:
-    result["build"] = f"{{type(exc).__name__}}: {{exc}}"
-if result["build"] == "ok":
-    positions = torch.tensor([{POSITIONS!r}])
-    x = torch.zeros(1, len({POSITIONS!r}), 256)
-    for name in ("rotary_emb", "rotary_emb_local"):
-        rope = getattr(model.model, name)
-        cos, sin = rope(x, positions)
-        result[name] = {{"inv_freq": rope.inv_freq.tolist(), "cos": cos[0].tolist(),
-                        "sin": sin[0].tolist()}}
-result["state"] = sglang_shims.status().get("{PATCH}", {{}}).get("state")
-print(json.dumps(result))
-"""
+
+def run(paths: tuple[Path, ...], transformers: str = TRANSFORMERS5, **env: str
+        ) -> dict[str, Any]:
+    return run_json(CODE, paths, env, args=(json.dumps(POSITIONS),), transformers=transformers)
 
 
 @pytest.fixture(scope="module")
@@ -65,15 +44,14 @@ def paths(sglang_release: Callable[[str], Path], pypi_release: Callable[[str, st
 def pinned(sglang_release: Callable[[str], Path],
            standin_kernel: Callable[..., Path]) -> dict[str, Any]:
     """The same code on sglang 0.5.1's own transformers (4.55.2), where it always worked."""
-    data = run_json(CODE, (sglang_release("0.5.1"), standin_kernel("0.3.18")),
-                    transformers="4.55.2")
+    data = run((sglang_release("0.5.1"), standin_kernel("0.3.18")), transformers="4.55.2")
     assert data["build"] == "ok"
     assert data["state"] == "not-applicable"
     return data
 
 
 def test_gemma3_does_not_build_stock(paths: tuple[Path, ...]) -> None:
-    data = run_json(CODE, paths, env={"SGLANG_SHIMS_DISABLE": PATCH})
+    data = run(paths, SGLANG_SHIMS_DISABLE=PATCH)
     assert data["state"] == "disabled"
     # the global table is built first: its RoPE type is looked up from the per-layer dict
     assert data["build"] == "KeyError: None"
@@ -83,7 +61,7 @@ def test_rope_tables_equal_transformers4_and_float64(paths: tuple[Path, ...],
                                                     pinned: dict[str, Any]) -> None:
     import math
 
-    data = run_json(CODE, paths)
+    data = run(paths)
     assert data["state"] == "applied"
     assert data["build"] == "ok"
     for name in ("rotary_emb", "rotary_emb_local"):

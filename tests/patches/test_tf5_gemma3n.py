@@ -30,95 +30,24 @@ from typing import Any
 
 import pytest
 
-from ..conftest import FAKE_CUDA, need
-from ._transformers import SINGLE_PROCESS_TP, TRANSFORMERS5, run_json, transformers_paths
+from ..support.patch_runs import run_json
+from ..support.programs import program
+from ..support.run import need
+from ..support.transformers5 import TRANSFORMERS5, transformers_paths
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf5-gemma3n-rope"
 TIE = "tf5-gemma3n-tie-weights"
 
-CONFIG = """
-import json, importlib
-import transformers
-from transformers import Gemma3nTextConfig
-config = Gemma3nTextConfig(
-    vocab_size=128, vocab_size_per_layer_input=128, hidden_size=256, intermediate_size=256,
-    num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
-    max_position_embeddings=256, sliding_window=16, rope_theta=1e6, rope_local_base_freq=1e4,
-    num_kv_shared_layers=0, laurel_rank=8, altup_num_inputs=4,
-    hidden_size_per_layer_input=16, activation_sparsity_pattern=[0.0] * 5,
-    architectures=["Gemma3nForCausalLM"])
-before = sorted(vars(config))
-result = {"transformers": transformers.__version__, "layer_types": config.layer_types}
-def finish():
-    import sglang_shims
-    result["state"] = sglang_shims.status().get("PATCH", {}).get("state")
-    result["config_unchanged"] = sorted(vars(config)) == before
-    print(json.dumps(result))
-""".replace("PATCH", PATCH)
-
-WHOLE_MODEL = FAKE_CUDA + SINGLE_PROCESS_TP + CONFIG + """
-try:
-    gemma3n = importlib.import_module("sglang.srt.models.gemma3n_causal")
-    model = gemma3n.Gemma3nForCausalLM(config=config, quant_config=None)
-    result["layers"] = [[type(l.self_attn.rotary_emb).__name__, l.self_attn.rotary_emb.base,
-                         l.self_attn.rotary_emb.cos_sin_cache[[0, 1, 7, 100, 255]].tolist()]
-                        for l in model.model.layers]
-except Exception as exc:
-    result["error"] = f"{type(exc).__name__}: {exc}"
-finish()
-"""
-
-SGLANG_0513 = CONFIG + """
-import tempfile, torch
-folder = tempfile.mkdtemp()
-config.save_pretrained(folder)  # ServerArgs reads the model's config.json
-from sglang.srt import server_args as sa
-sa.set_global_server_args_for_scheduler(sa.ServerArgs(model_path=folder, device="cpu"))
-from sglang.srt.distributed import parallel_state as ps
-ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                distributed_init_method="file://" + tempfile.mkdtemp() + "/s")
-ps.initialize_model_parallel(tensor_model_parallel_size=1)
-gemma3n = importlib.import_module("sglang.srt.models.gemma3n_causal")
-calls = []
-def get_rope(*args, **kwargs):  # records what the layer asks for (a CPU table needs vllm)
-    calls.append({"base": kwargs.get("base"), "rope_scaling": kwargs.get("rope_scaling")})
-    return torch.nn.Identity()
-gemma3n.get_rope = get_rope
-"""
-
-SGLANG_0513_RUN = SGLANG_0513 + """
-try:
-    for layer_id in (0, 4):  # a sliding-window layer and the full-attention one
-        gemma3n.Gemma3nAttention(layer_id=layer_id, config=config,
-                                 max_position_embeddings=256, quant_config=None)
-    result["calls"] = list(calls)
-except Exception as exc:
-    result["error"] = f"{type(exc).__name__}: {exc}"
-if "error" not in result:
-    # the multimodal model's tie_weights, called as transformers 5's init_weights calls it
-    from sglang.srt.models import gemma3n_mm
-    model = gemma3n_mm.Gemma3nForConditionalGeneration.__new__(
-        gemma3n_mm.Gemma3nForConditionalGeneration)
-    torch.nn.Module.__init__(model)
-    model.language_model = gemma3n.Gemma3nTextModel(config, None)
-    for label, call in (("plain", lambda: model.tie_weights()),
-                        ("transformers5", lambda: model.tie_weights(recompute_mapping=False))):
-        try:
-            call()
-            result[label] = "ok"
-        except Exception as exc:
-            result[label] = f"{type(exc).__name__}: {exc}"
-    result["tie_state"] = __import__("sglang_shims").status()["TIE"]["state"]
-finish()
-""".replace("TIE", TIE)
+WHOLE_MODEL = program("patches/tf5_gemma3n/whole_model")
+SGLANG_0513_RUN = program("patches/tf5_gemma3n/sglang_0513")
 
 STOCK_ERROR = "AttributeError: 'Gemma3nTextConfig' object has no attribute 'rope_local_base_freq'"
 
 
 def run(code: str, paths: tuple[Path, ...], **env: str) -> dict[str, Any]:
-    return run_json(code, paths, env, transformers=None)
+    return run_json(code, paths, env)
 
 
 def test_sglang051_on_transformers5_builds_transformers4s_tables(

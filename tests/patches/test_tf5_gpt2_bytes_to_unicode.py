@@ -15,49 +15,28 @@ from typing import Any
 
 import pytest
 
-from ._transformers import TRANSFORMERS5, end_with_state, run_json, transformers_paths
+from ..support.patch_runs import run_json
+from ..support.programs import program
+from ..support.transformers5 import TRANSFORMERS5, transformers_paths
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf5-gpt2-bytes-to-unicode"
 
-REMOTE = '''
-from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode
-
-
-class ByteLevelTable:
-    def __init__(self):
-        self.byte_encoder = bytes_to_unicode()
-        self.byte_decoder = {v: k for k, v in self.byte_encoder.items()}
-'''
-
-CODE = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-import transformers
-result = {"transformers": transformers.__version__}
-try:
-    import tokenization_remote
-    table = tokenization_remote.ByteLevelTable()
-    result["table"] = {str(k): v for k, v in table.byte_encoder.items()}
-    result["roundtrip"] = all(table.byte_decoder[table.byte_encoder[b]] == b
-                              for b in range(256))
-except Exception as exc:
-    result["error"] = f"{type(exc).__name__}: {exc}"
-""" + end_with_state(PATCH)
+CODE = program("patches/tf5_gpt2_bytes_to_unicode/remote_code")
 
 
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("remote_code")
-    (folder / "tokenization_remote.py").write_text(REMOTE, encoding="utf-8")
+    remote = program("patches/tf5_gpt2_bytes_to_unicode/tree/tokenization_remote")
+    (folder / "tokenization_remote.py").write_text(remote, encoding="utf-8")
     return folder
 
 
 def run(paths: tuple[Path, ...], remote: Path, activate: bool = True,
         **env: str) -> dict[str, Any]:
-    return run_json(CODE, paths, env, args=(str(remote),), activate=activate, timeout=300,
-                    transformers=None)
+    return run_json(CODE, paths, env, args=(str(remote),), activate=activate, timeout=300)
 
 
 def test_remote_tokenizer_imports_with_transformers4s_table(

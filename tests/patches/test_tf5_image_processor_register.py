@@ -14,40 +14,26 @@ from typing import Any
 
 import pytest
 
-from ..conftest import need
-from ._transformers import end_with_state, import_attempt, run_json, transformers_paths
+from ..support.patch_runs import run_json
+from ..support.programs import program
+from ..support.run import need
+from ..support.transformers5 import transformers_paths
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf5-image-processor-register"
 BROKEN = "5.3.0"  # the last transformers of the broken window
 
-CODE = """
-import json
-import transformers
-result = {"transformers": transformers.__version__}
-""" + import_attempt("sglang.srt.configs") + """
-if result["import"] == "ok":
-    from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING
-    from sglang.srt.configs.janus_pro import MultiModalityConfig
-    entry = IMAGE_PROCESSOR_MAPPING[MultiModalityConfig]
-    result["registered"] = [None if c is None else f"{c.__module__}.{c.__qualname__}"
-                            for c in entry]
-""" + end_with_state(PATCH)
-
-
-@pytest.fixture(scope="module")
-def sglang051(sglang_release: Callable[[str], Path]) -> Path:
-    need("torch")
-    return sglang_release("0.5.1")
+CODE = program("patches/tf5_image_processor_register")
 
 
 def run(paths: tuple[Path, ...], activate: bool = True, **env: str) -> dict[str, Any]:
-    return run_json(CODE, paths, env, activate=activate, timeout=300, transformers=None)
+    return run_json(CODE, paths, env, activate=activate, timeout=300)
 
 
 def test_import_fails_stock_and_works_patched_as_on_transformers4(
         sglang051: Path, pypi_release: Callable[[str, str], Path]) -> None:
+    need("torch")
     broken = (*transformers_paths(pypi_release, BROKEN), sglang051)
     stock = run(broken, SGLANG_SHIMS_DISABLE=PATCH)
     assert stock["transformers"] == BROKEN

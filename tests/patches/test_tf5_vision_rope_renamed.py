@@ -12,50 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from . import _transformers as tf5
+from ..support import transformers5 as tf5
+from ..support.patch_runs import run_applied
+from ..support.programs import program
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf5-vision-rope-renamed"
 
-CASES = """
-import torch
-# (dim, theta or None for the default, seqlen): head_dim // 2 of real towers and odd ones
-CASES = [(40, None, 1), (40, None, 64), (64, None, 100), (64, 1e4, 17), (32, 5e5, 33),
-         (20, 2.5e3, 7), (80, None, 256)]
-
-def compute(cls):
-    out = []
-    for dim, theta, seqlen in CASES:
-        module = cls(dim) if theta is None else cls(dim, theta)
-        out.append((module.inv_freq, module(seqlen), sorted(module.state_dict())))
-    return out
-"""
-
-REFERENCE = CASES + """
-import sys, transformers
-assert transformers.__version__ == "4.55.2", transformers.__version__
-from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VisionRotaryEmbedding
-torch.save(compute(Qwen2_5_VisionRotaryEmbedding), sys.argv[1])
-print("{}")
-"""
-
-PATCHED = tf5.FAKE_CUDA + CASES + """
-import json, sys, transformers
-result = {"transformers": transformers.__version__}
-import sglang.srt.layers.quantization  # sglang 0.5.1 needs this first (own import cycle)
-""" + tf5.import_attempt("sglang.srt.models.qwen2_5_vl", "qwen2_5_vl") + """
-if qwen2_5_vl is not None:
-    from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as upstream
-    cls = qwen2_5_vl.Qwen2_5_VisionRotaryEmbedding
-    result["same_object"] = cls is upstream.Qwen2_5_VisionRotaryEmbedding
-    result["new_class_kept"] = hasattr(upstream, "Qwen2_5_VLVisionRotaryEmbedding")
-    ours, reference = compute(cls), torch.load(sys.argv[1])
-    result["equal"] = [
-        a[0].dtype == b[0].dtype and torch.equal(a[0], b[0]) and a[1].shape == b[1].shape
-        and torch.equal(a[1], b[1]) and a[2] == b[2] for a, b in zip(ours, reference)]
-    result["shapes"] = [list(a[1].shape) for a in ours]
-""" + tf5.end_with_state(PATCH)
+REFERENCE = program("patches/tf5_vision_rope_renamed/reference")
+PATCHED = program("patches/tf5_vision_rope_renamed/patched")
 
 reference = tf5.reference_fixture(REFERENCE, "qwen_rope")
 paths = tf5.sglang_paths_fixture()
@@ -68,7 +34,7 @@ def test_stock_qwen2_5_vl_does_not_import(paths: tuple[Path, ...], reference: Pa
 
 def test_patched_rotary_equals_transformers_4_55(paths: tuple[Path, ...],
                                                  reference: Path) -> None:
-    data = tf5.run_applied(PATCHED, paths, PATCH, reference)
+    data = run_applied(PATCHED, paths, PATCH, reference, transformers=tf5.TRANSFORMERS5)
     assert data["import"] == "ok" and data["same_object"] and data["new_class_kept"]
     assert len(data["equal"]) == 7 and all(data["equal"])
     assert data["shapes"][1] == [64, 20]  # (seqlen, dim // 2)

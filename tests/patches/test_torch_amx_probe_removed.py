@@ -7,25 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import need, run_python
+from ..support.programs import program
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 
-CODE = """
-import json, torch
-before = hasattr(torch._C._cpu, "_is_amx_tile_supported")
-try:
-    import sglang.srt.utils as u
-    result = {"ok": True, "amx": bool(u.cpu_has_amx_support()),
-              "public": bool(torch.cpu._is_amx_tile_supported()),
-              "backend": bool(u.is_intel_amx_backend_available)}
-except AttributeError as exc:
-    result = {"ok": False, "error": str(exc)}
-import sglang_shims
-result["before"] = before
-result["state"] = sglang_shims.status()["torch-amx-probe-removed"]["state"]
-print(json.dumps(result))
-"""
+CODE = program("patches/torch_amx_probe_removed")
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +32,7 @@ def test_probe_restored_with_the_same_answer(paths: tuple[Path, ...]) -> None:
 
 
 def test_stock_import_fails(paths: tuple[Path, ...]) -> None:
-    data = run_python(CODE.replace("import sglang_shims\n", "import sglang_shims\n")
-                      .replace('result["state"] = sglang_shims.status()'
-                               '["torch-amx-probe-removed"]["state"]', ""),
-                      paths=paths, env={"SGLANG_SHIMS": "0"}).json()
+    data = run_python(CODE, paths=paths, env={"SGLANG_SHIMS": "0"}).json()
     assert isinstance(data, dict)
     assert data == {"ok": False, "before": False,
                     "error": "module 'torch._C._cpu' has no attribute '_is_amx_tile_supported'"}

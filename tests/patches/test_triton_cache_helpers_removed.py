@@ -17,31 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import need, run_python, write_package
+from ..support.packages import write_package
+from ..support.programs import program
+from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "triton-cache-helpers-removed"
-
-KNOBS = '''
-import os
-
-class _CacheKnobs:
-    @property
-    def home_dir(self):
-        return os.environ.get("TRITON_HOME") or os.path.expanduser("~/")
-
-    def _get(self, var, folder):
-        if os.environ.get("FAKE_TRITON_EMPTY_KNOBS"):
-            return ""
-        return os.environ.get(var) or os.path.join(self.home_dir, ".triton", folder)
-
-    dir = property(lambda self: self._get("TRITON_CACHE_DIR", "cache"))
-    dump_dir = property(lambda self: self._get("TRITON_DUMP_DIR", "dump"))
-    override_dir = property(lambda self: self._get("TRITON_OVERRIDE_DIR", "override"))
-
-cache = _CacheKnobs()
-'''
 
 # triton 3.3.1's runtime/cache.py defined these three at module level
 OLD_HELPERS = '''
@@ -66,7 +48,7 @@ def fake_triton(root: Path, version: str, knobs: bool = True) -> Path:
             f"Metadata-Version: 2.1\nName: triton\nVersion: {version}\n",
     }
     if knobs and shape_34:
-        files["triton/knobs.py"] = KNOBS
+        files["triton/knobs.py"] = program("patches/triton_cache_helpers_removed/tree/knobs")
     return write_package(root, files)
 
 
@@ -98,20 +80,7 @@ def sglang_with_real_import(root: Path, release: Path, version: str = "0.4.9") -
     })
 
 
-CODE = """
-import json, os
-out = {}
-try:
-    from sglang.srt import utils as u
-    out["dirs"] = [u.default_cache_dir(), u.default_dump_dir(), u.default_override_dir()]
-    out["module"] = u.default_cache_dir.__module__
-except ImportError as exc:
-    out["error"] = str(exc)
-import sglang_shims
-entry = sglang_shims.status()[PATCH]
-out["state"], out["reason"], out["changes"] = entry["state"], entry["reason"], entry["changes"]
-print(json.dumps(out))
-""".replace("PATCH", repr(PATCH))
+CODE = program("patches/triton_cache_helpers_removed/import_line")
 
 
 def run(tmp_path: Path, release: Path, triton_version: str = "3.4.0", knobs: bool = True,
@@ -184,24 +153,7 @@ def test_toggles_bring_back_the_stock_error(tmp_path: Path, release049: Path,
     assert str(data["error"]).startswith("cannot import name 'default_cache_dir'")
 
 
-REAL = """
-import json, os, triton
-from triton import knobs
-out = {"triton": triton.__version__}
-try:
-    import sglang.srt.utils as u
-except ImportError as exc:
-    print(json.dumps({**out, "error": str(exc)}))
-    raise SystemExit
-out["knobs"] = [knobs.cache.dir, knobs.cache.dump_dir, knobs.cache.override_dir]
-out["helpers"] = [u.default_cache_dir(), u.default_dump_dir(), u.default_override_dir()]
-# sglang's own custom cache manager (set when tp*dp > 1) on these helpers
-out["managers"] = [u.CustomCacheManager("k", dump=True).cache_dir,
-                   u.CustomCacheManager("k", override=True).cache_dir]
-import sglang_shims
-out["state"] = sglang_shims.status()[PATCH]["state"]
-print(json.dumps(out))
-""".replace("PATCH", repr(PATCH))
+REAL = program("patches/triton_cache_helpers_removed/real_release")
 
 
 def test_real_release_with_installed_triton(tmp_path: Path, release049: Path,

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import run_python
+from ..support.patch_runs import run_json
+from ..support.programs import program
 
 PATCH = "triton-ptxas-blackwell"
 
@@ -48,24 +49,7 @@ COMPILER = {  # the lines of backends/nvidia/compiler.py the patch looks for
 CUDA13 = "def ptx_get_version(cuda_version):\n    if major >= 13:\n        return 90\n"
 KNOBS_36 = '    ptxas_blackwell: env_nvidia_tool = env_nvidia_tool("ptxas-blackwell")\n'
 
-HARNESS = r'''
-import json, os
-from pathlib import Path
-
-import sglang_shims
-from sglang_shims.catalog import load as _catalog
-
-code = _catalog.load_code(_catalog.load().by_id()[os.environ["PATCH_ID"]])
-tree = Path(os.environ["TREE"])
-code.SYSTEM_GLOBS = ((str(tree), "system-cuda*/bin/ptxas"),)
-code.PIP_LAYOUTS = ("nvidia/cu13/bin/ptxas",)
-sglang_shims.install()
-import sglang  # noqa: F401
-names = ("TRITON_PTXAS_PATH", "TRITON_PTXAS-BLACKWELL_PATH", "TRITON_PTXAS_BLACKWELL_PATH",
-         "SGLANG_SHIMS_TRITON_PTXAS")
-print(json.dumps({"status": sglang_shims.status()[os.environ["PATCH_ID"]],
-                  "env": {n: os.environ[n] for n in names if n in os.environ}}))
-'''
+HARNESS = program("patches/triton_ptxas_blackwell")
 
 
 def ptxas(path: Path, release: str | None) -> Path:
@@ -110,10 +94,7 @@ def run(root: Path, capability: str, **extra: str) -> tuple[dict[str, object], d
     if (root / "cuda-home").is_dir():
         env["CUDA_HOME"] = str(root / "cuda-home")
     env.update(extra)
-    result = run_python(HARNESS, paths=(root,), env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
+    data = run_json(HARNESS, (root,), env, timeout=120)
     return data["status"], data["env"]
 
 

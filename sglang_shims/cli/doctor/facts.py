@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...engine.gates import Environment, detect_gpus
+from ...patching.dists import KERNEL_DISTS
 from ...patching.elf import (
     BinaryFormatError,
     LibraryInfo,
@@ -21,6 +22,7 @@ from ...patching.elf import (
     inspect_library,
 )
 from . import kernel_facts as kf
+from .deep_gemm_facts import DeepGemm, gather_deep_gemm
 from .version_text import cuda_from_label, local_label, public_version, version_between
 
 
@@ -79,6 +81,8 @@ class Facts:
     """Why ``SGLANG_SHIMS_GPU_CAPABILITY`` could not be read; empty when it could."""
     problems: list[tuple[str, str]] = field(default_factory=list)
     """(what, why) for each fact that could not be gathered."""
+    deep_gemm: DeepGemm | None = None
+    """The importable ``deep_gemm`` and what installed it; None when there is none."""
 
     @property
     def caps(self) -> list[tuple[int, int]]:
@@ -91,15 +95,16 @@ class Facts:
         """(distribution, version) of the installed kernel, or None.
 
         With both ``sgl-kernel`` and ``sglang-kernel`` installed, the one whose
-        version ``sgl_kernel/version.py`` carries is the one on disk.
+        version ``sgl_kernel/version.py`` carries is the one on disk; without that file,
+        the first of :data:`~sglang_shims.patching.KERNEL_DISTS`, as patches ask.
         """
-        found = [(d, v) for d in ("sgl-kernel", "sglang-kernel") if (v := self.version(d))]
+        found = [(d, v) for d in KERNEL_DISTS if (v := self.version(d))]
         if len(found) > 1 and self.kernel_file_version:
             on_file = public_version(self.kernel_file_version)
             on_disk = [(d, v) for d, v in found if public_version(v) == on_file]
             if on_disk:
                 return on_disk[0]
-        return found[-1] if found else None
+        return found[0] if found else None
 
     def kernel_cuda_major(self) -> tuple[int, str] | None:
         """(CUDA major the kernel was built for, how that is known)."""
@@ -209,6 +214,7 @@ def gather(env: Environment | None = None, *, use_torch: bool = True) -> Facts:
     _guard(facts, "CUDA toolkit", lambda: _gather_cuda_home(facts))
     _guard(facts, "library search path", lambda: _gather_lib_dirs(facts))
     _guard(facts, "kernel files", lambda: _gather_kernel(facts))
+    _guard(facts, "deep_gemm files", lambda: _gather_deep_gemm(facts))
     return facts
 
 
@@ -441,10 +447,15 @@ def _gather_kernel(facts: Facts) -> None:
                 facts.library_errors[key] = f"{found[0]}: {exc}"
 
 
+def _gather_deep_gemm(facts: Facts) -> None:
+    """Where ``deep_gemm`` comes from: sglang calls it, and three kinds of install write it."""
+    facts.deep_gemm = gather_deep_gemm()
+
+
 def _kernel_dir_from_record(facts: Facts) -> Path | None:
     from importlib import metadata
 
-    for dist in ("sgl-kernel", "sglang-kernel"):
+    for dist in KERNEL_DISTS:
         if not facts.version(dist):
             continue
         try:

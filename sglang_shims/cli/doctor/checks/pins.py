@@ -1,17 +1,13 @@
-"""The installed versions against sglang's own ``Requires-Dist`` pins."""
+"""The installed versions against every pin in sglang's own ``Requires-Dist``."""
 
 from __future__ import annotations
 
 from ....engine.gates import satisfies
+from ..deep_gemm_facts import expected_build
 from ..facts import Facts
 from ..finding import Finding, Level
+from ..neighbours import neighbour
 from ..requires import PIN_DISTS, Pin, sglang_pins
-
-# Checked under any pin, as PIN_DISTS: the grammar backends and the libraries whose drift
-# users report (outlines moved its JSON-schema helpers under sglang 0.4.x when vllm pulled
-# it up; sglang issue 2552).  Every other distribution is checked where sglang pins it
-# exactly (==), read from its Requires-Dist.
-LIBRARY_DISTS = ("outlines", "xgrammar", "llguidance", "vllm", "torchao")
 
 
 def _exact(spec: str) -> bool:
@@ -20,16 +16,33 @@ def _exact(spec: str) -> bool:
 
 
 def checked_dists(pins: list[Pin]) -> list[str]:
-    """PIN_DISTS and LIBRARY_DISTS under any default pin, then every other distribution
-    sglang pins exactly by default (``torchaudio==2.8.0``), in name order."""
-    named = (*PIN_DISTS, *LIBRARY_DISTS)
-    exact = sorted({p.dist for p in pins if p.default and _exact(p.spec)} - set(named))
-    return [*named, *exact]
+    """Every distribution sglang pins by default: PIN_DISTS first, then in name order."""
+    pinned = {p.dist for p in pins if p.default}
+    return [*(d for d in PIN_DISTS if d in pinned), *sorted(pinned - set(PIN_DISTS))]
+
+
+def _off_pin(sglang: str, dist: str, spec: str, installed_as: str, version: str) -> Finding:
+    """A version outside sglang's pin, with what it is known to break.
+
+    A warning where the pin is exact (the release sglang was tested with), or the library is
+    one of the core stack, or a break is on record; otherwise information: outside a range
+    with no known consequence.
+    """
+    known = neighbour(dist)
+    level = (Level.WARN if _exact(spec) or dist in PIN_DISTS or (known and known.breaks)
+             else Level.INFO)
+    said = f" -- {known.said()}" if known else ""
+    swap = f"pip uninstall -y {installed_as} && " if installed_as != dist else ""
+    return Finding("sglang-pin", level, f"sglang {sglang} pins {dist}{spec}; {installed_as} "
+                   f"{version} is installed{said}",
+                   f"{swap}pip install '{dist}{spec}' (or an sglang release that pins "
+                   f"{installed_as} {version})")
 
 
 def check_pins(facts: Facts) -> list[Finding]:
-    """The installed versions vs sglang's pins -- torch, kernel, flashinfer,
-    transformers, triton, the grammar libraries, and every exact pin."""
+    """The installed versions vs every pin of sglang's -- torch, kernel, flashinfer,
+    transformers, triton, the grammar backends, tilelang, DeepGEMM and the rest -- and
+    where the ``deep_gemm`` sglang calls comes from."""
     sglang = facts.version("sglang")
     if not sglang:
         return []
@@ -42,8 +55,6 @@ def check_pins(facts: Facts) -> list[Finding]:
     missing: list[Pin] = []
     for dist in checked_dists(pins):
         mine = [p for p in pins if p.dist == dist and p.default]
-        if not mine:
-            continue
         spec = ",".join(p.spec for p in mine)
         installed_as, version = dist, facts.version(dist)
         if version is None and dist in ("sgl-kernel", "sglang-kernel"):
@@ -63,16 +74,27 @@ def check_pins(facts: Facts) -> list[Finding]:
                                f"{installed_as} {version} matches its [{alternative[0].extra}] "
                                f"extra instead ({dist}{alternative[0].spec})"))
             continue
-        swap = f"pip uninstall -y {installed_as} && " if installed_as != dist else ""
-        out.append(Finding("sglang-pin", Level.WARN, f"sglang {sglang} pins {dist}{spec}; "
-                           f"{installed_as} {version} is installed",
-                           f"{swap}pip install '{dist}{spec}' (or an sglang release that pins "
-                           f"{installed_as} {version})"))
+        out.append(_off_pin(sglang, dist, spec, installed_as, version))
     out[:0] = _missing(sglang, missing)
     if matched:
         out.insert(0, Finding("sglang-pin", Level.OK, f"sglang {sglang}'s pins are met by "
                               + ", ".join(matched)))
-    return out
+    return out + _deep_gemm(facts, sglang)
+
+
+def _deep_gemm(facts: Facts, sglang: str) -> list[Finding]:
+    """Where the ``deep_gemm`` sglang calls comes from, when it is the build sglang expects.
+
+    Any other build is the ``deepgemm-not-sglangs-build`` rule's finding, with its report
+    and remedy; a ``deep_gemm`` not installed at all is a missing pin (0.5.12+) or the
+    kernel's business.
+    """
+    found = facts.deep_gemm
+    expected = expected_build(facts.requires.get("sglang", []), facts.kernel())
+    if found is None or expected is None or found.kind != expected[0]:
+        return []
+    return [Finding("sglang-pin", Level.OK, f"deep_gemm is {found.shown()}: {expected[1]}, "
+                    f"the DeepGEMM sglang {sglang} calls")]
 
 
 def _missing(sglang: str, missing: list[Pin]) -> list[Finding]:

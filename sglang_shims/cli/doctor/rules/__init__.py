@@ -7,10 +7,21 @@ judge and one entry in its topic's tuple.  The ``known-bad`` check runs :data:`R
 
 from __future__ import annotations
 
-from . import flashinfer, kernel, memory, torch, transformers, triton
+from . import (
+    deep_gemm,
+    flashinfer,
+    grammar,
+    kernel,
+    memory,
+    tilelang,
+    torch,
+    transformers,
+    triton,
+)
 from ._common import Rule
 
 __all__ = ["RULES", "Rule"]
 
 RULES: tuple[Rule, ...] = (*kernel.RULES, *triton.RULES, *torch.RULES, *transformers.RULES,
-                           *memory.RULES, *flashinfer.RULES)
+                           *memory.RULES, *flashinfer.RULES, *deep_gemm.RULES, *tilelang.RULES,
+                           *grammar.RULES)

@@ -1,0 +1,1 @@
+"""``sglang-shims doctor``: its checks, rules and the data they read."""

@@ -1,0 +1,253 @@
+"""doctor on what others wrote and on machines that misbehave: a model config built to
+crash a JSON reader, an ``nvidia-smi`` that hangs, a patch folder that does not load, a
+``.postN`` release, an sglang installed with ``--no-deps``.  Each is judged in-process,
+with hand-made facts where the machine does not matter."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sglang_shims.cli import doctor, main
+from sglang_shims.cli.doctor import Facts, Finding, Level, diagnose, report
+from sglang_shims.cli.doctor.checks import tested
+from sglang_shims.cli.doctor.checks.model_coverage import check_model
+from sglang_shims.engine.gates import Environment
+
+from ...support.doctor import by_check, facts
+from ...support.packages import manifest_text, write_patch
+
+# ------------------------------------------------------------------ model config.json
+
+
+def _config(tmp_path: Path, data: bytes) -> Path:
+    (tmp_path / "config.json").write_bytes(data)
+    return tmp_path
+
+
+@pytest.mark.parametrize(("data", "why"), [
+    (b"[" * 100_000 + b"]" * 100_000, "nested 100000 levels deep"),
+    (b'{"model_type": "llama", "pad": "' + b"x" * (20 << 20) + b'"}',
+     f"larger than 1,048,576 bytes ({(20 << 20) + 34:,})"),
+    (b'["llama"]', "holds a JSON list, not an object"),
+    (b'{"model_type": "llama",', "not JSON"),
+])
+def test_a_bad_config_json_is_one_warning_naming_the_file(
+        tmp_path: Path, data: bytes, why: str) -> None:
+    """A config built to exhaust the stack (json.loads raises RecursionError, which doctor
+    --model-path once turned into "internal error") or to fill memory is a bad file."""
+    folder = _config(tmp_path, data)
+    [found] = check_model(str(folder))
+    assert found.level == Level.WARN and found.check == "model-ops"
+    assert f"could not read the model's config {folder / 'config.json'}: {why}" in found.detail
+    assert "\n" not in found.detail and "download the model again" in found.remedy
+
+
+def test_a_sound_config_is_still_read(tmp_path: Path) -> None:
+    folder = _config(tmp_path, json.dumps({"model_type": "llama", "hidden_act": "silu",
+                                           "architectures": ["LlamaForCausalLM"]}).encode())
+    [found] = check_model(str(folder / "config.json"))
+    assert "could not read" not in found.detail and "sgl_kernel ops" in found.detail
+
+
+# ------------------------------------------------------------------ nvidia-smi
+
+
+@pytest.fixture
+def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An ``nvidia-smi`` first on PATH (the test writes its body); torch sees no GPU."""
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.delenv("SGLANG_SHIMS_GPU_CAPABILITY", raising=False)
+    monkeypatch.setattr(doctor.facts, "_gpus_from_torch", lambda _facts: False)
+    yield tmp_path / "nvidia-smi"
+
+
+def _smi_facts(smi: Path, body: str) -> Facts:
+    smi.write_text(f"#!/bin/sh\n{body}\n")
+    smi.chmod(0o755)
+    found = Facts(env=Environment())
+    doctor.facts._gather_gpus(found, use_torch=False)
+    return found
+
+
+def test_an_nvidia_smi_that_hangs_is_a_timeout_not_no_gpu(
+        fake_smi: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It sleeps in a child of its own, which holds the pipe: doctor still returns on time."""
+    monkeypatch.setattr(doctor.facts, "SMI_TIMEOUT", 0.5)
+    start = time.monotonic()
+    found = _smi_facts(fake_smi, "sleep 30")
+    assert time.monotonic() - start < 5
+    [gpu] = doctor.checks.gpu.check_gpus(found)
+    assert gpu.level == Level.WARN
+    assert gpu.detail.startswith(
+        "the GPUs are unknown: `nvidia-smi --query-gpu=name,compute_cap,driver_version "
+        "--format=csv,noheader` timed out: no answer within 0.5 s")
+    assert "no GPU found" not in gpu.detail and "lists none" not in gpu.detail
+    assert "SGLANG_SHIMS_GPU_CAPABILITY" in gpu.remedy
+
+
+def test_an_nvidia_smi_that_fails_says_why(fake_smi: Path) -> None:
+    found = _smi_facts(fake_smi, "echo \"NVIDIA-SMI has failed because it couldn't "
+                       "communicate with the NVIDIA driver.\"; exit 9")
+    [gpu] = doctor.checks.gpu.check_gpus(found)
+    assert gpu.level == Level.WARN
+    assert "failed (exit status 9): NVIDIA-SMI has failed because it couldn't" in gpu.detail
+
+
+def test_an_nvidia_smi_that_lists_none_still_says_so(fake_smi: Path) -> None:
+    [gpu] = doctor.checks.gpu.check_gpus(_smi_facts(fake_smi, "exit 0"))
+    assert (gpu.level, gpu.detail) == (Level.INFO, "no GPU found (nvidia-smi lists none)")
+
+
+# ------------------------------------------------------------------ patch folders
+
+
+def test_a_patch_folder_that_does_not_load_fails_doctor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Its own failing finding, naming the folder and the manifest as the remedy (not the
+    toggles' "fix the variable"), and exit 1, as list and check do."""
+    root = tmp_path / "extra"
+    write_patch(root, "good-one", manifest_text("good-one", "shimtarget.good"),
+                "def apply(ctx):\n    pass\n")
+    monkeypatch.setenv("SGLANG_SHIMS_PATH", str(root))
+    monkeypatch.setattr(report, "diagnose", lambda *a, **k: [])  # the machine aside
+
+    def run() -> tuple[int, dict[str, Any]]:
+        code = main(["doctor", "--json", "--no-probe"])
+        return code, json.loads(capsys.readouterr().out)
+
+    code, data = run()
+    assert code == 0 and data["not_loaded"] == {}
+    assert not [f for f in data["findings"] if f["check"] == "patch-folder"]
+    write_patch(root, "broken", 'id = "broken"\n')  # no summary, evidence, target...
+    code, data = run()
+    assert code == 1 and list(data["not_loaded"]) == ["broken"]
+    [bad] = [f for f in data["findings"] if f["check"] == "patch-folder"]
+    assert bad["level"] == "fail"
+    assert bad["detail"].startswith(f"the patch folder {root / 'broken'} was not loaded, so "
+                                    "its patch can never apply: manifest invalid: ")
+    assert "fix its manifest" in bad["remedy"] and "sglang-shims check" in bad["remedy"]
+    assert not [f for f in data["findings"] if f["check"] == "toggles" and "broken" in f["detail"]]
+
+
+# ------------------------------------------------------------------ the matrix
+
+
+def _tested(**versions: str | None) -> Finding:
+    [found] = tested.check_tested(facts(versions))
+    return found
+
+
+@pytest.mark.parametrize(("versions", "where", "column"), [
+    # a .postN is a release of its own: 0.5.3.post1 pins kernel 0.3.15, 0.5.3 pins 0.3.14.post1
+    ({"sglang": "0.5.3.post1", "transformers": "4.57.0", "sgl-kernel": "0.3.15"},
+     "sglang 0.5.3.post1 (matrix run", "kernel 0.3.15 (its export surface)"),
+    # local labels (the kernel from sglang's cu130 index, a CUDA torch) are not releases
+    ({"sglang": "0.5.3.post1", "transformers": "4.57.0", "sgl-kernel": "0.3.15+cu130",
+      "torch": "2.11.0+cu130"},
+     "sglang 0.5.3.post1 (matrix run", "kernel 0.3.15 (its export surface)"),
+    # a kernel's .postN is its own build: 0.3.9.post2 is what 0.5.2 pins
+    ({"sglang": "0.5.2", "transformers": "4.56.1", "sgl-kernel": "0.3.9.post2"},
+     "sglang 0.5.2 (matrix run", "kernel 0.3.9.post2 (its export surface)"),
+    ({"sglang": "0.5.12.post1", "transformers": "5.6.0", "sglang-kernel": "0.4.2.post2"},
+     "sglang 0.5.12.post1 (matrix run", "kernel 0.4.2.post2 (its export surface)"),
+])
+def test_the_matrix_is_read_for_the_exact_release(
+        versions: dict[str, str], where: str, column: str) -> None:
+    found = _tested(**versions)
+    assert found.detail.startswith(where) and column in found.detail
+    assert "was not run" not in found.detail
+
+
+@pytest.mark.parametrize("sglang", ["0.5.3.post1.dev12+g1a2b3c4", "0.5.4.dev0", "0.5.3.post4"])
+def test_a_release_the_matrix_did_not_run_is_not_read_as_a_neighbour(sglang: str) -> None:
+    found = _tested(sglang=sglang, transformers="4.57.0", **{"sgl-kernel": "0.3.15"})
+    assert found.level == Level.INFO and "(matrix run" not in found.detail
+    assert "is not in the compatibility matrix" in found.detail
+
+
+def test_a_kernel_post_release_the_matrix_did_not_run_is_not_its_base() -> None:
+    found = _tested(sglang="0.5.2", transformers="4.56.1", **{"sgl-kernel": "0.3.9.post1"})
+    assert "this exact combination was not run" in found.detail
+    assert "kernel 0.3.9.post1" in found.detail
+
+
+def test_nothing_installed_is_said_in_words_not_none() -> None:
+    found = _tested(sglang="0.5.1")
+    assert "(transformers not installed, no kernel)" in found.detail
+    assert "None" not in found.detail
+
+
+@pytest.mark.parametrize(("key", "said", "stock"), [
+    ("env_error", "env error: uv pip compile: no solution", "stock it could not be set up"),
+    ("crash", "crash: exit -9: Killed", "stock it crashed"),
+])
+def test_an_env_error_or_crash_is_a_failure_not_not_run(
+        monkeypatch: pytest.MonkeyPatch, key: str, said: str, stock: str) -> None:
+    entry = json.loads(json.dumps(tested.matrix()["releases"]["0.5.3.post1"]))
+    message = said.split(": ", 1)[1]
+    for cell in entry["cells"]:
+        if (cell["transformers"], cell["kernel"]) == ("pinned", "none"):
+            for gone in ("graph", "model", "not_run", "env_error", "crash"):
+                cell.pop(gone, None)
+            cell[key] = message
+    data = {**tested.matrix(), "releases": {"0.5.3.post1": entry}}
+    monkeypatch.setattr(tested, "matrix", lambda: data)
+    found = _tested(sglang="0.5.3.post1", transformers="4.57.0")
+    assert found.level == Level.WARN
+    assert f"with the shims {said}" in found.detail and stock in found.detail
+    assert "4.57.0" in found.remedy
+
+
+# ------------------------------------------------------------------ sglang's pins
+
+PINS_0_5_16 = [  # sglang 0.5.16's exact pins, abridged
+    "sglang-kernel==0.4.5", "torch==2.11.0", "transformers==5.12.1", "triton==3.7.0",
+    "flashinfer_python==0.6.9", "openai==2.6.1", "xgrammar==0.1.32", "torchao==0.9.0",
+    "llguidance<0.8.0,>=0.7.11", "einops", 'torch_memory_saver==0.0.9; extra == "srt"',
+]
+
+
+def _diagnose(monkeypatch: pytest.MonkeyPatch, versions: dict[str, str]) -> list[Finding]:
+    """diagnose() of a hermetic machine that has sglang 0.5.16's metadata."""
+    made = facts({"sglang": "0.5.16", **versions}, requires={"sglang": PINS_0_5_16})
+    monkeypatch.setattr(doctor, "gather", lambda env, **_: made)
+    return diagnose(made.env)
+
+
+def test_no_deps_sglang_is_one_finding_with_one_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pip install sglang --no-deps`` leaves every pin missing: one row says so, with the
+    one command that installs them; a pin installed at another version keeps its row."""
+    found = _diagnose(monkeypatch, {"torch": "2.9.1"})
+    pins = by_check(found, "sglang-pin")
+    missing, mismatch = pins
+    assert missing.level == Level.WARN
+    assert missing.detail == (
+        "sglang 0.5.16 requires 9 distributions that are not installed: sglang-kernel==0.4.5, "
+        "flashinfer-python==0.6.9, transformers==5.12.1, triton==3.7.0, llguidance<0.8.0,>=0.7.11, "
+        "openai==2.6.1, torch-memory-saver==0.0.9, torchao==0.9.0, xgrammar==0.1.32")
+    assert missing.remedy == ("these are sglang 0.5.16's own requirements: `pip install "
+                              "'sglang[srt]==0.5.16'` without --no-deps installs them")
+    assert mismatch.detail.startswith("sglang 0.5.16 pins torch==2.11.0; torch 2.9.1 is "
+                                      "installed -- the runtime every kernel")
+    remedies = [f.remedy for f in found]
+    assert remedies.count("pip install 'sglang-kernel==0.4.5'") == 1
+
+
+def test_a_missing_kernel_alone_is_remedied_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    everything = {"torch": "2.11.0", "transformers": "5.12.1", "triton": "3.7.0",
+                  "flashinfer-python": "0.6.9", "openai": "2.6.1", "xgrammar": "0.1.32",
+                  "torchao": "0.9.0", "llguidance": "0.7.20", "torch-memory-saver": "0.0.9"}
+    found = _diagnose(monkeypatch, everything)
+    [rule] = by_check(found, "sgl-kernel-not-installed")
+    assert rule.remedy == "pip install 'sglang-kernel==0.4.5'"
+    [pin] = [f for f in by_check(found, "sglang-pin") if f.level != Level.OK]
+    assert pin.detail == "sglang 0.5.16 requires sglang-kernel==0.4.5; it is not installed"
+    assert pin.remedy == "the same as for sgl-kernel-not-installed above"

@@ -1,0 +1,80 @@
+"""The shape of this test suite, held by reading its files.
+
+A test module never imports another test module (nor ``conftest``): what tests share lives
+in ``tests/support``.  Every program under ``tests/programs`` can be assembled (its pieces
+are found and imported the way :mod:`tests.support.programs` can put them in place), and is
+used: a test or a helper names it, or another program imports it as a piece.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from ..support.programs import PROGRAMS, pieces_imported, program
+from ..support.run import REPO
+
+TESTS = REPO / "tests"
+CODE = sorted(p for p in TESTS.rglob("*.py") if PROGRAMS not in p.parents)
+PROGRAM_FILES = sorted(PROGRAMS.rglob("*.py"))
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(REPO).with_suffix("").parts)
+
+
+def imported_modules(source: str, module: str) -> set[str]:
+    """Every module that ``source`` (the text of ``module``) imports, at any depth, with
+    relative imports made absolute (``from x import y`` counts ``x`` and ``x.y``)."""
+    package = module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module_from = ".".join(filter(None, (base, node.module or "")))
+            found.add(module_from)
+            found.update(f"{module_from}.{alias.name}" for alias in node.names)
+    return found
+
+
+def is_test_module(name: str) -> bool:
+    last = name.rpartition(".")[2]
+    return name.startswith("tests.") and (last.startswith("test_") or last == "conftest")
+
+
+def test_no_module_imports_a_test_module() -> None:
+    found = {str(path.relative_to(TESTS)): sorted(filter(is_test_module, imported_modules(
+        path.read_text(encoding="utf-8"), module_name(path)))) for path in CODE}
+    assert {path: names for path, names in found.items() if names} == {}
+
+
+def test_the_import_check_sees_relative_and_nested_imports() -> None:
+    source = ("from ..support.run import need\nfrom . import test_other\n"
+              "def f():\n    from .conftest import x\n    import tests.patches.test_y\n")
+    names = imported_modules(source, "tests.layer.test_here")
+    assert "tests.support.run" in names
+    assert set(filter(is_test_module, names)) == {
+        "tests.layer.test_other", "tests.layer.conftest", "tests.patches.test_y"}
+
+
+def test_every_program_assembles_and_compiles() -> None:
+    for path in PROGRAM_FILES:
+        compile(program(path.relative_to(PROGRAMS).with_suffix("").as_posix()), str(path), "exec")
+
+
+def test_every_program_is_used() -> None:
+    named = {node.value for path in CODE
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    pieces = {piece for path in PROGRAM_FILES for _, _, piece in pieces_imported(path)}
+    unused = [p.relative_to(PROGRAMS).as_posix() for p in PROGRAM_FILES
+              if p.relative_to(PROGRAMS).with_suffix("").as_posix() not in named
+              and p not in pieces]
+    assert unused == []
+
+
+def test_no_program_looks_like_a_test_module() -> None:
+    """pytest collects ``test_*.py`` wherever it is: a program so named would run as a test."""
+    assert [p for p in PROGRAM_FILES if p.name.startswith("test_")] == []

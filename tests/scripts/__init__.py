@@ -1,0 +1,1 @@
+"""The project's scripts outside the package: tools/, examples/, docs/."""

@@ -1,0 +1,54 @@
+"""Running a patch test's program, stock and patched, and reading the patch's end state.
+
+A patch test's program ends with ``print_result(result, PATCH)`` (``tests/programs/
+patch_state.py``): its last line is a JSON object whose ``state`` is the patch's state in
+that process (None where the shims are not active).  The helpers here run it, check it
+ran, and check that state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .run import run_python
+
+
+def run_json(code: str, paths: tuple[Path, ...], env: dict[str, str] | None = None,
+             args: tuple[str, ...] = (), *, activate: bool = True, timeout: float = 600,
+             transformers: str | None = None) -> dict[str, Any]:
+    """Run ``code`` (under the shims unless ``activate`` is false) on ``paths``; its JSON
+    line, checked to come from a process that really had ``transformers`` when that is
+    given (the program's ``transformers`` key)."""
+    result = run_python(code, paths=paths, env=env or {}, timeout=timeout, args=args,
+                        activate=activate)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = result.json()
+    assert isinstance(data, dict)
+    if transformers is not None:
+        assert data["transformers"] == transformers
+    return data
+
+
+def _run_checked(code: str, paths: tuple[Path, ...], state: str, reference: Path | None,
+                 disable: str, transformers: str | None) -> dict[str, Any]:
+    env = {"SGLANG_SHIMS_DISABLE": disable} if disable else {}
+    data = run_json(code, paths, env, args=(str(reference),) if reference else (),
+                    transformers=transformers)
+    assert data["state"] == state, data
+    return data
+
+
+def run_stock(code: str, paths: tuple[Path, ...], patch: str,
+              reference: Path | None = None, *, transformers: str | None = None
+              ) -> dict[str, Any]:
+    """Run ``code`` with ``patch`` switched off (and the reference file as argv[1] when
+    given); its JSON, checked to say ``disabled``."""
+    return _run_checked(code, paths, "disabled", reference, patch, transformers)
+
+
+def run_applied(code: str, paths: tuple[Path, ...], patch: str,
+                reference: Path | None = None, disable: str = "", *,
+                transformers: str | None = None) -> dict[str, Any]:
+    """As :func:`run_stock`, with ``patch`` on (and ``disable`` off); checked ``applied``."""
+    return _run_checked(code, paths, "applied", reference, disable, transformers)

@@ -1,0 +1,1 @@
+"""Decisions made in the test process itself: no interpreter started."""

@@ -1,0 +1,183 @@
+"""Manifests: the shipped ones are valid and complete; broken ones fail with a clear message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sglang_shims.catalog import codegen as _index
+from sglang_shims.catalog import data as _data
+from sglang_shims.catalog import load as _catalog
+from sglang_shims.catalog import prose
+from sglang_shims.catalog.manifest import ManifestError, load_text, parse
+
+from ..support.packages import manifest_text
+
+VALID = manifest_text("demo-patch", "pkg.mod", requires='sglang = ">=0.5,<0.6"',
+                      extra='[[provide]]\nname = "f"\nexported_by = "x 1.0"\nremedy = "pip"\n')
+
+
+def test_minimal_manifest_parses() -> None:
+    m = load_text(VALID, "demo")
+    assert m.id == "demo-patch" and m.target == "pkg.mod" and m.when == "after"
+    assert m.requires[0].dists == ("sglang",) and m.requires[0].spec == ">=0.5,<0.6"
+    assert m.default is True and m.policy == "optional"
+    assert m.provides[0].name == "f"
+
+
+def test_alternative_distributions() -> None:
+    m = load_text(VALID.replace('sglang = ">=0.5,<0.6"',
+                                '"sgl-kernel | sglang-kernel" = ">=0.3.18"'), "demo")
+    assert m.requires[0].dists == ("sgl-kernel", "sglang-kernel")
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (('id = "demo-patch"', 'id = "Demo Patch"'), "id"),
+    (('summary = "test patch demo-patch"', 'summary = ""'), "summary"),
+    (('evidence = ["https://example.org/issue/1"]', 'evidence = ["http://x"]'), "https://"),
+    (('policy = "optional"', 'policy = "reqired"'), "policy"),
+    (('default = "on"', 'default = "yes"'), "default"),
+    (('when = "after"', 'when = "during"'), "when"),
+    (('sglang = ">=0.5,<0.6"', 'sglang = ">=0.5,,<"'), "invalid specifier"),
+    (('sglang = ">=0.5,<0.6"', 'sglang = 5'), "specifier string"),
+    (('[retire]\nwhen = "never in tests"\ninstalled = ["no-such-dist-xyz"]',
+      '[retire]\nwhen = "never"'), "at least one rule"),
+    (('module = "pkg.mod"', 'module = "pkg..mod"'), "module name"),
+    (('policy = "optional"', 'policy = "optional"\nsumary = "typo"'), "unknown field"),
+])
+def test_invalid_manifests_name_the_field(edit: tuple[str, str], message: str) -> None:
+    old, new = edit
+    assert old in VALID
+    with pytest.raises(ManifestError) as info:
+        load_text(VALID.replace(old, new), "patches/demo/manifest.toml")
+    assert "patches/demo/manifest.toml" in str(info.value)
+    assert message in str(info.value)
+
+
+def test_needs_code_or_provide() -> None:
+    text = manifest_text("no-action", "pkg.mod")
+    with pytest.raises(ManifestError, match=r"patch\.py"):
+        load_text(text, "x")
+
+
+def test_not_toml() -> None:
+    with pytest.raises(ManifestError, match="not valid TOML"):
+        load_text("id = = 1", "x")
+
+
+@given(st.dictionaries(
+    st.sampled_from(["id", "summary", "evidence", "default", "policy", "target", "requires",
+                     "retire", "provide", "fingerprint", "gpu", "code", "range", "changes",
+                     "bogus"]),
+    st.one_of(st.text(max_size=20), st.integers(), st.lists(st.text(max_size=10), max_size=3),
+              st.dictionaries(st.text(max_size=8), st.text(max_size=10), max_size=3))))
+def test_any_document_fails_cleanly(data: dict[str, object]) -> None:
+    """Arbitrary TOML-shaped data either parses or raises ManifestError, nothing else."""
+    try:
+        parse(data, "fuzz")
+    except ManifestError as exc:
+        assert str(exc).startswith("fuzz")
+
+
+class TestShippedPatches:
+    catalog = _catalog.load(toml=True)
+
+    def test_all_load(self) -> None:
+        assert self.catalog.errors == {}
+        assert self.catalog.manifests
+
+    def test_ids_unique_and_match_folders(self) -> None:
+        ids = [m.id for m in self.catalog.manifests]
+        assert len(ids) == len(set(ids))
+        for m in self.catalog.manifests:
+            assert m.folder is not None and m.folder.name == m.id
+
+    def test_every_patch_has_evidence_retirement_and_prose(self) -> None:
+        """Evidence and a retire rule in the manifest; what the patch changes and how its
+        range was established in its README.md, which only the CLI reads: catalog.json,
+        which every waking process parses, carries none of that prose."""
+        for m in self.catalog.manifests:
+            assert m.evidence and all(e.startswith("https://") for e in m.evidence), m.id
+            assert m.retire.description, m.id
+            written = prose.read(m.folder)
+            assert written.get("changes") and written.get("established"), m.id
+            assert "to be filled" not in written["established"], m.id
+            assert (m.changes, m.range_note) == ("", ""), f"{m.id}: prose goes in README.md"
+
+    def test_first_two_patch_ids(self) -> None:
+        ids = {m.id for m in self.catalog.manifests}
+        assert {"sgl-kernel-fused-marlin-moe", "sgl-kernel-dist-renamed"} <= ids
+
+    def test_generated_files_are_current(self) -> None:
+        stale = _index.stale(self.catalog)
+        assert not stale, "run `python -m sglang_shims.catalog.codegen --write`: " + ", ".join(
+            str(p) for p in stale)
+
+    def test_pth_is_a_comment_and_one_import_line(self) -> None:
+        """All that site compiles at every start is the import of the start-up module,
+        which the PEP 829 entry point names too."""
+        comment, line, rest = _index.PTH.read_text(encoding="utf-8").split("\n")
+        assert comment.startswith("# sglang-shims") and "SGLANG_SHIMS=0" in comment
+        assert (line, rest) == ("import _sglang_shims_start", "")
+        assert _index.START.read_text() == "_sglang_shims_start:start\n"
+
+    def test_json_catalog_equals_the_parsed_manifests(self) -> None:
+        """What the engine reads when it wakes is what parsing every manifest gives."""
+        parsed = sorted(self.catalog.manifests, key=lambda m: m.id)
+        root = _catalog.builtin_root()
+        shipped = _data.read(root, check_digest=True)
+        assert shipped is not None, "catalog.json is stale: run the codegen"
+        assert [m.id for m in shipped] == [m.id for m in parsed]
+        for mine, theirs in zip(shipped, parsed, strict=True):
+            assert mine == theirs, mine.id
+            assert (mine.test_with, mine.folder) == (theirs.test_with, theirs.folder), mine.id
+        assert sorted(_catalog.load().manifests, key=lambda m: m.id) == parsed
+
+    def test_watch_table_is_readable_data(self) -> None:
+        from sglang_shims import _bootstrap
+
+        parsed = self.catalog.by_id()
+        assert {i: m.target for i, m in parsed.items()} == _bootstrap.TARGETS
+        assert {i for i, m in parsed.items() if not m.default} == _bootstrap.OFF_BY_DEFAULT
+        assert {i for i, m in parsed.items() if m.when == "instead"} == _bootstrap.STAND_INS
+        assert {i for i, m in parsed.items() if m.policy == "required"} == _bootstrap.REQUIRED
+
+
+def test_stale_json_in_a_checkout_falls_back_to_toml(tmp_path: Path) -> None:
+    """A source checkout whose catalog.json was not regenerated reads the TOML instead."""
+    root = tmp_path / "patches"
+    folder = root / "demo-patch"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(VALID)
+    assert _data.read(root, check_digest=True) is None  # made of other manifests
+    built = [load_text(VALID, "demo", folder)]
+    text = _data.render(built, root)
+    assert json.loads(text)["digest"] == _data.digest(root)
+    (folder / "manifest.toml").write_text(VALID.replace("test patch", "edited patch"))
+    assert json.loads(text)["digest"] != _data.digest(root)
+
+
+def test_json_round_trip_of_every_field() -> None:
+    m = load_text(VALID.replace('id = "demo-patch"',
+                                'id = "demo-patch"\ngpu = {capability = ">=12.0"}'), "demo")
+    back = _data.from_data(json.loads(json.dumps(_data.to_data(m))), None)
+    assert back == m and back.gpu == ">=12.0" and back.provides == m.provides
+
+
+@given(st.dictionaries(st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_|. ", min_size=1, max_size=20),
+                       st.text(alphabet="<>=!~0123456789.,* abrcpostdev+", max_size=25),
+                       max_size=4))
+def test_any_gate_table_fails_cleanly(table: dict[str, str]) -> None:
+    """Arbitrary gate keys and specifiers: parsed, or one ManifestError naming the gate."""
+    from sglang_shims.catalog.manifest import parse_gates
+
+    try:
+        gates = parse_gates(table, "gates")
+    except ManifestError as exc:
+        assert str(exc).startswith("gates: gate ")
+    else:
+        assert len(gates) == len(table)

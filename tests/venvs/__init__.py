@@ -1,0 +1,1 @@
+"""Fresh virtual environments: installs, the launcher, damaged installs."""

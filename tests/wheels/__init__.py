@@ -1,0 +1,1 @@
+"""sglang's own code from its published wheels: import graphs, models, patch ranges."""

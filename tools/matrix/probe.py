@@ -1,0 +1,338 @@
+# Run inside one matrix cell (a fresh ``python -S`` after tests/programs/fake_cuda.py, and the
+# shims' activation line in a shims cell): (i) import the release's serving graph, (ii) when
+# MATRIX_MODEL=1, build a tiny Qwen3 and Llama with random weights and run one prefill and
+# two decode steps through sglang's own model classes, KV pools and torch-native attention,
+# greedy tokens compared with transformers' generate().  Prints one JSON line last.
+# Harness only: it fakes what a CUDA machine would answer, never a version skew.
+import contextlib
+import dataclasses
+import importlib
+import inspect
+import json
+import os
+import sys
+import time
+import traceback
+import types
+
+from with_defaults import with_defaults  # a piece of tests/programs, put in place
+
+GRAPH = [
+    "sglang.launch_server", "sglang.srt.entrypoints.http_server",
+    "sglang.srt.entrypoints.engine", "sglang.srt.managers.tokenizer_manager",
+    "sglang.srt.managers.detokenizer_manager", "sglang.srt.managers.scheduler",
+    "sglang.srt.model_executor.model_runner", "sglang.srt.layers.layernorm",
+    "sglang.srt.layers.activation", "sglang.srt.layers.rotary_embedding",
+    "sglang.srt.layers.sampler", "sglang.srt.layers.quantization.awq",
+    "sglang.srt.layers.quantization.gptq", "sglang.srt.layers.moe.topk",
+    "sglang.srt.layers.attention.triton_backend",
+    "sglang.srt.layers.attention.torch_native_backend", "sglang.srt.models.llama",
+    "sglang.srt.models.qwen2", "sglang.srt.models.qwen3", "sglang.srt.models.qwen3_moe",
+    "sglang.srt.models.gemma3_causal",
+]
+
+
+def _first_line(exc):
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:400]
+
+
+def _origin(exc, depth=1):
+    """The innermost frames outside this harness (innermost last): where the error came from."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != "<string>"]
+    out = []
+    for f in frames[-depth:]:
+        path = f.filename
+        if "/site/" in path:  # the release's environment: keep what follows site-packages
+            path = path.split("/site/", 1)[1]
+        for marker in ("/sglang/", "/transformers/", "/torch/", "/sgl_kernel/",
+                       "/sglang_shims/"):
+            if marker in path:
+                path = marker.strip("/") + "/" + path.split(marker, 1)[1]
+                break
+        out.append(f"{path}:{f.lineno}")
+    return " < ".join(reversed(out))
+
+
+def import_graph():
+    results, first = {}, None
+    for name in GRAPH:
+        try:
+            importlib.import_module(name)
+            results[name] = "ok"
+        except BaseException as exc:  # a cell records every failure
+            results[name] = _first_line(exc)
+            if first is None:
+                first = {"module": name, "error": _first_line(exc), "at": _origin(exc)}
+    return results, first
+
+
+# -- (ii) the model check -------------------------------------------------------------------
+
+HEADS, KV_HEADS, HEAD_DIM, LAYERS = 4, 2, 64, 2
+# bf16 as served: from 0.5.5 sglang's RoPE sends float32 to vllm's kernel, a package no
+# release installs.  A token counts as right when transformers (float32, fed sglang's own
+# continuation) ranks it within TIE of its best logit: bf16 rounding, not a wrong model.
+TIE = 0.25
+LENS = [5, 17, 9]
+STEPS = 2
+
+
+SERVER_ARGS = []
+
+
+class HarnessError(Exception):
+    """The harness could not set sglang up (an API it does not know yet): not a verdict."""
+
+
+def call(fn, **kw):
+    """Call ``fn`` with the keywords it accepts; a required one we cannot give is a
+    HarnessError naming it."""
+    params = inspect.signature(fn).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        kw = {k: v for k, v in kw.items() if k in params}
+    missing = [n for n, p in params.items() if n != "self" and p.default is p.empty
+               and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in kw]
+    if missing:
+        raise HarnessError(f"{getattr(fn, '__qualname__', fn)} needs {missing}")
+    return fn(**kw)
+
+
+def server_args():
+    """sglang's own ServerArgs with its field defaults (``__post_init__`` would probe the
+    model and the GPU), registered as the global one where the release has that."""
+    from sglang.srt import server_args as module
+    cls = module.ServerArgs
+    if dataclasses.is_dataclass(cls):
+        sa = with_defaults(cls)
+    else:  # 0.5.20+: a msgspec Struct, whose __post_init__ runs on every construction
+        import msgspec
+
+        class Bare(cls):  # the same fields and defaults, and no __post_init__
+            def __post_init__(self): pass
+        sa = Bare(**{f.name: None for f in msgspec.structs.fields(cls) if f.required})
+    sa.model_path, sa.device, sa.attention_backend = "dummy", "cpu", "torch_native"
+    sa.tp_size, sa.dp_size, sa.pp_size, sa.page_size = 1, 1, 1, 1
+    if hasattr(sa, "cuda_graph_config"):  # 0.5.17+: filled by __post_init__
+        with contextlib.suppress(ImportError):
+            from sglang.srt.model_executor.cuda_graph_config import default_cuda_graph_config
+            sa.cuda_graph_config = default_cuda_graph_config()
+    setter = getattr(module, "set_global_server_args_for_scheduler", None)
+    if setter is not None:
+        setter(sa)
+    return sa
+
+
+def setup():
+    import torch
+
+    class _Stream:
+        def __init__(self, *a, **k): pass
+        def wait_stream(self, *a, **k): pass
+        def synchronize(self): pass
+    torch.cuda.Stream = _Stream
+    torch.cuda.current_stream = lambda *a, **k: _Stream()
+    torch.cuda.stream = lambda s=None: contextlib.nullcontext()
+    from sglang.srt.distributed import parallel_state as ps
+    from sglang.srt.layers import dp_attention
+    try:
+        SERVER_ARGS.append(server_args())
+    except TypeError as exc:  # 0.5.23: ServerArgs has its own __new__
+        raise HarnessError(f"ServerArgs without __post_init__: {_first_line(exc)}") from exc
+    try:  # 0.5.17+: the resolved config that the scheduler publishes from its ServerArgs
+        context = importlib.import_module("sglang.srt.runtime_context")
+    except ImportError:
+        context = None
+    if context is not None and hasattr(context, "publish"):
+        try:
+            call(context.publish, server_args=SERVER_ARGS[0], role="scheduler")
+        except Exception as exc:
+            raise HarnessError(f"runtime_context.publish: {_first_line(exc)}") from exc
+    # the groups live on the CPU (from 0.5.9 a CUDA group makes tensors on its device)
+    saved = getattr(ps, "is_cuda_alike", None)
+    if saved is not None:
+        ps.is_cuda_alike = lambda: False
+    try:
+        call(ps.init_distributed_environment,
+             world_size=1, rank=0, local_rank=0, backend="gloo",
+             distributed_init_method="file://" + __import__("tempfile").mkdtemp() + "/store")
+        call(ps.initialize_model_parallel, tensor_model_parallel_size=1)
+    finally:
+        if saved is not None:
+            ps.is_cuda_alike = saved
+    get_parallel = getattr(context, "get_parallel", None)
+    if get_parallel is not None and hasattr(get_parallel(), "override_permanently"):
+        try:
+            get_parallel().tp_rank  # noqa: B018  (reading it raises on 0.5.22+)
+        except RuntimeError:  # 0.5.22+: each process reads its ranks from a published bundle;
+            # this one process is rank 0 of every group (world size 1)
+            fields = getattr(context, "_parallel_fields", frozenset)()
+            try:
+                get_parallel().override_permanently(
+                    **{name: 0 for name in fields if name.endswith("_rank")})
+            except Exception as exc:
+                raise HarnessError(f"ranks of a one-process world: {_first_line(exc)}") from exc
+    init = getattr(dp_attention, "initialize_dp_attention", None)
+    if init is None:
+        raise HarnessError("no sglang.srt.layers.dp_attention.initialize_dp_attention")
+    model_config = types.SimpleNamespace(hidden_size=256, dtype=torch.bfloat16,
+                                         hf_config=types.SimpleNamespace())
+    if saved is not None:  # 0.5.8.post1 builds its attention-TP group here: on the CPU too
+        ps.is_cuda_alike = lambda: False
+    try:
+        call(init, server_args=SERVER_ARGS[0], model_config=model_config)  # 0.5.22: no model_config
+    except (AttributeError, TypeError) as exc:
+        raise HarnessError(f"initialize_dp_attention: {_first_line(exc)}") from exc
+    finally:
+        if saved is not None:
+            ps.is_cuda_alike = saved
+
+
+def runner():
+    import torch
+    from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
+    from sglang.srt.layers.attention.torch_native_backend import TorchNativeAttnBackend
+    mr = types.SimpleNamespace(
+        device="cpu", gpu_id=0, sliding_window_size=None, token_to_kv_pool_allocator=None,
+        req_to_token_pool=call(ReqToTokenPool, size=8, max_context_len=128, device="cpu",
+                               enable_memory_saver=False),
+        token_to_kv_pool=call(MHATokenToKVPool, size=512, page_size=1, dtype=torch.bfloat16,
+                              head_num=KV_HEADS, head_dim=HEAD_DIM, layer_num=LAYERS,
+                              device="cpu", enable_memory_saver=False),
+        server_args=SERVER_ARGS[0],
+        model_config=types.SimpleNamespace(num_attention_heads=HEADS, context_len=128,
+                                           get_num_kv_heads=lambda tp: KV_HEADS,
+                                           is_encoder_decoder=False))
+    mr.attn_backend = TorchNativeAttnBackend(mr)
+    return mr
+
+
+def batch(mr, mode, **fields):
+    import torch
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch
+    fb = with_defaults(ForwardBatch)
+    fb.forward_mode, fb.batch_size, fb.return_logprob = mode, len(LENS), False
+    fb.capture_hidden_mode = CaptureHiddenMode.NULL
+    fb.req_to_token_pool, fb.token_to_kv_pool = mr.req_to_token_pool, mr.token_to_kv_pool
+    fb.attn_backend, fb.req_pool_indices = mr.attn_backend, torch.arange(len(LENS))
+    for k, v in fields.items():
+        setattr(fb, k, v)
+    fb.seq_lens_cpu, fb.seq_lens_sum = fb.seq_lens.clone(), int(fb.seq_lens.sum())
+    return fb
+
+
+def forward_context(mr):
+    """What ModelRunner publishes around each forward from 0.5.17 on (the layers read the
+    attention backend and pools from it); nothing before."""
+    try:
+        fc = importlib.import_module("sglang.srt.model_executor.forward_context")
+    except ImportError:
+        return contextlib.nullcontext()
+    return fc.forward_context(fc.ForwardContext(attn_backend=mr.attn_backend))
+
+
+def serve(model, mr, prompts):
+    import torch
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+    table = mr.req_to_token_pool.req_to_token
+    free = iter(range(1, 512))
+    slots = [torch.tensor([next(free) for _ in range(n)]) for n in LENS]
+    for i, s in enumerate(slots):
+        table[i, :len(s)] = s.to(table.dtype)
+    fb = batch(mr, ForwardMode.EXTEND, input_ids=torch.tensor([t for p in prompts for t in p]),
+               positions=torch.cat([torch.arange(n) for n in LENS]), seq_lens=torch.tensor(LENS),
+               extend_seq_lens=torch.tensor(LENS, dtype=torch.int32), extend_seq_lens_cpu=LENS,
+               extend_prefix_lens=torch.zeros(len(LENS), dtype=torch.int32),
+               extend_prefix_lens_cpu=[0] * len(LENS), extend_num_tokens=sum(LENS),
+               extend_start_loc=torch.tensor([0, *LENS[:-1]]).cumsum(0).to(torch.int32),
+               out_cache_loc=torch.cat(slots))
+    lens, tokens = list(LENS), [[] for _ in LENS]
+    for step in range(STEPS + 1):
+        mr.attn_backend.init_forward_metadata(fb)
+        with torch.no_grad(), forward_context(mr):
+            out = model(fb.input_ids, fb.positions, fb).next_token_logits
+        for i, row in enumerate(out):
+            tokens[i].append(int(row.argmax()))
+        if step == STEPS:
+            return tokens
+        new = torch.tensor([next(free) for _ in LENS])
+        for i in range(len(LENS)):
+            table[i, lens[i]] = int(new[i])
+        fb = batch(mr, ForwardMode.DECODE, input_ids=torch.tensor([t[-1] for t in tokens]),
+                   positions=torch.tensor(lens), seq_lens=torch.tensor(lens) + 1,
+                   out_cache_loc=new)
+        lens = [n + 1 for n in lens]
+
+
+def model_check():
+    import torch
+    import transformers
+    try:
+        setup()
+        mr_factory = runner
+        mr_factory()  # the harness's own set-up must work before a verdict means anything
+    except HarnessError as exc:
+        return {"ok": None, "error": f"harness: {exc}"}
+    g = torch.Generator().manual_seed(7)
+    prompts = [torch.randint(3, 128, (n,), generator=g).tolist() for n in LENS]
+    tiny = dict(vocab_size=128, hidden_size=256, intermediate_size=256,
+                num_hidden_layers=LAYERS, num_attention_heads=HEADS,
+                num_key_value_heads=KV_HEADS, head_dim=HEAD_DIM, max_position_embeddings=128,
+                rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=1e6)
+    models = {}
+    for label, module, name in (("qwen3", "sglang.srt.models.qwen3", "Qwen3ForCausalLM"),
+                                ("llama", "sglang.srt.models.llama", "LlamaForCausalLM")):
+        cfg = getattr(transformers, name.replace("ForCausalLM", "Config"))(**tiny)
+        torch.set_default_dtype(torch.bfloat16)
+        try:
+            model = getattr(importlib.import_module(module), name)(config=cfg,
+                                                                   quant_config=None)
+        finally:
+            torch.set_default_dtype(torch.float32)
+        torch.manual_seed(0)
+        hf = getattr(transformers, name)(cfg).eval()
+        with torch.no_grad():
+            hf.lm_head.weight.mul_(4.0)  # peakier logits: fewer near-ties
+        model.load_weights([(k, v.to(torch.bfloat16)) for k, v in hf.state_dict().items()])
+        tokens = serve(model, mr_factory(), prompts)
+        same, worst = 0, 0.0
+        for i, prompt in enumerate(prompts):
+            with torch.no_grad():
+                ref = hf(torch.tensor([prompt + tokens[i][:-1]])).logits[0, len(prompt) - 1:]
+            gaps = ref.max(-1).values - ref[torch.arange(len(tokens[i])), tokens[i]]
+            worst = max(worst, float(gaps.max()))
+            same += bool((gaps <= TIE).all())
+        models[label] = {"identical": same, "of": len(prompts), "worst_gap": round(worst, 4)}
+    ok = all(m["identical"] == m["of"] for m in models.values())
+    return {"ok": ok, "models": models,
+            "error": None if ok else f"greedy tokens differ from transformers: {models}"}
+
+
+start = time.monotonic()
+out = {}
+results, first = import_graph()
+out["graph"] = {"ok": first is None, "failed": sum(v != "ok" for v in results.values()),
+                "of": len(results), "first": first, "results": results}
+if os.environ.get("MATRIX_MODEL") == "1":
+    try:
+        out["model"] = model_check()
+    except BaseException as exc:
+        out["model"] = {"ok": False, "error": _first_line(exc), "at": _origin(exc, 4)}
+try:
+    import transformers
+    out["transformers_version"] = transformers.__version__
+except BaseException:
+    out["transformers_version"] = None
+kernel = sys.modules.get("sgl_kernel")
+out["kernel_loaded"] = (None if kernel is None else
+                        (getattr(kernel, "__sglang_shims_fallback__", None) and "fallback")
+                        or getattr(kernel, "__version__", "?"))
+if "sglang_shims" in sys.modules:
+    import sglang_shims
+    out["acted"] = sorted(k for k, v in sglang_shims.status().items()
+                          if v["state"] == "applied")
+    out["failed_patches"] = {k: v.get("reason", "") for k, v in sglang_shims.status().items()
+                             if v["state"] in ("failed", "drifted")}
+out["seconds"] = round(time.monotonic() - start, 1)
+sys.stdout.flush()
+print("\n" + json.dumps(out))
