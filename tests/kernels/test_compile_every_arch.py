@@ -31,11 +31,11 @@ from typing import Any
 import pytest
 
 from sglang_shims.testing import wheels
+from tools.gpus import limits as gl
 
-from .._scripts import load_script
-from ..conftest import REPO, clean_env, need, run_python
+from ..support.programs import program
+from ..support.run import REPO, clean_env, need, run_python
 
-TOOL = REPO / "tools" / "compile_every_arch.py"
 COMMITTED = REPO / "docs" / "gpus" / "compile-results.json"
 #: Architectures users run sglang on (the issue's reports: T4 ... RTX 50xx, GB10, B200).
 USERS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120", "sm_121")
@@ -46,14 +46,15 @@ def cache() -> Path:
     return wheels.cache_dir() / "compile-check"
 
 
-def limits() -> Any:
-    return load_script("tools/gpu_limits.py", "gpu_limits_under_test").load()
+def limits() -> dict[str, gl.ArchLimits]:
+    return gl.load()
 
 
 def _tool(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
     env = clean_env()
     env.pop("TRITON_INTERPRET", None)  # compile for the GPU: the interpreter compiles nothing
-    return subprocess.run([sys.executable, str(TOOL), *args], env=env, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "tools.gpus.compile_check", *args], env=env,
+                          cwd=REPO,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -110,9 +111,8 @@ def test_committed_results_are_what_the_rules_choose_today(ci_run: dict[str, Any
     committed = json.loads(COMMITTED.read_text(encoding="utf-8"))
     stale = [name for name, found in ci_run["arches"].items()
              if committed["arches"][name]["configurations"] != found["configurations"]]
-    assert not stale, (f"docs/gpus/compile-results.json is stale for {stale}: run python "
-                       "tools/compile_every_arch.py --sample configs --write, then python "
-                       "tools/gpus_doc.py")
+    assert not stale, (f"docs/gpus/compile-results.json is stale for {stale}: run python -m"
+                       " tools.refresh gpu-compile gpus-page")
 
 
 def test_committed_results_fit() -> None:
@@ -125,32 +125,14 @@ def test_committed_results_fit() -> None:
         assert found["compiled"] == found["variants"] or not lim.required, name
 
 
-PLANTED = """
-import json, sys
-sys.path.insert(0, "tools")
-import compile_every_arch
-from sglang_shims.kernels.ops.fp8_gemm import launch
-
-def planted(m, n, *, decode_tiles, dev):
-    # 5 stages of 128 x 128 x 128 fp8 tiles: fits sm_90's 227 KiB, not sm_120's 99 KiB
-    return {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 8,
-            "num_stages": 5}
-
-launch.config = planted
-code = compile_every_arch.main(["--arch", "sm_90", "--arch", "sm_120", "--sample", "ci",
-                                "--jobs", "2", "--cache", sys.argv[1], "--json", sys.argv[2],
-                                "--only", "fp8_blockwise_scaled_mm out=torch.bfloat16 m=4096"])
-print(json.dumps(code))
-"""
-
-
 def test_a_planted_oversized_config_fails_on_sm120(tmp_path: Path) -> None:
     """A configuration that fits the H200 but not an RTX 50xx fails the check, on sm_120
     only, naming the kernel and the shared memory it asks for."""
     need("triton")
     out = tmp_path / "planted.json"
     env = {"TRITON_INTERPRET": ""}
-    done = run_python(PLANTED, activate=False, env=env, timeout=900,
+    done = run_python(program("kernels/planted_sm120_config"), activate=False, env=env,
+                      timeout=900,
                       args=(str(cache()), str(out)))
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.json() == 1  # the command fails
@@ -161,37 +143,14 @@ def test_a_planted_oversized_config_fails_on_sm120(tmp_path: Path) -> None:
     assert all("shared memory" in p and "> 101376 B" in p for o in over for p in o["problems"])
 
 
-CLAIMS = """
-import json, sys
-sys.path.insert(0, "tools")
-import gpu_limits, kernel_launches as kl
-
-limits = gpu_limits.load()["sm_120"]
-classed = kl.model_widths()
-shapes = kl.read_toml(kl.SHAPES)["widths"]
-every = {*shapes["hidden"], *shapes["odd"], *kl.EDGES}
-full = kl.Widths(hidden=tuple(sorted(every)), intermediate=classed.intermediate,
-                 head_dims=tuple(shapes["head_dim"]), routing=classed.routing[:2],
-                 gates=classed.gates[:1], rope=classed.rope[:2], rows=(1, 4096))
-small = kl.Widths(hidden=classed.hidden, intermediate=classed.intermediate,
-                  head_dims=classed.head_dims, routing=full.routing, gates=full.gates,
-                  rope=full.rope, rows=full.rows)
-only = lambda label: label.split()[0] in ("rmsnorm", "moe_sum", "sgl_per_token_quant_fp8")
-ids = lambda widths, dev: sorted(v.id for v in kl.variants(
-    dev, widths, kl.Specialiser(limits.cc), only))
-print(json.dumps({"classes": ids(full, limits.device()) == ids(small, limits.device()),
-                  "sm_count": ids(small, limits.device(36)) == ids(small, limits.device(170)),
-                  "widths": [len(every), len(classed.hidden)]}))
-"""
-
-
 def test_width_classes_and_sm_count_choose_nothing_else() -> None:
     """The enumeration calls one width per class (next power of two, remainder mod 16):
     every width of the models adds no variant to that; and the SM count in a Device (a
     product fact, not an architecture one) changes no compiled kernel."""
     need("triton")
     need("torch")
-    done = run_python(CLAIMS, activate=False, env={"TRITON_INTERPRET": ""}, timeout=900)
+    done = run_python(program("kernels/width_classes"), activate=False,
+                      env={"TRITON_INTERPRET": ""}, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     found = done.json()
     assert isinstance(found, dict)
@@ -200,7 +159,6 @@ def test_width_classes_and_sm_count_choose_nothing_else() -> None:
 
 
 def test_limits_judge_shared_memory_registers_and_threads() -> None:
-    gl = load_script("tools/gpu_limits.py", "gpu_limits_under_test")
     sm120 = gl.load()["sm_120"]
     assert gl.problems(gl.Resources(101376, 64, 1024), sm120) == []
     assert gl.problems(gl.Resources(101377, 64, 1024), sm120) == [

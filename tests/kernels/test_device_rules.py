@@ -15,7 +15,7 @@ from sglang_shims.kernels import compile_lock, runtime
 from sglang_shims.kernels.device import MEASURED, Device, cuda_device
 from sglang_shims.kernels.ops.fp8_gemm import launch as gemm
 
-from ..conftest import need
+from ..support.run import need
 
 SM86 = Device((8, 6), 101376, 82)
 SM89 = Device((8, 9), 101376, 128)

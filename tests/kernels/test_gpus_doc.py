@@ -1,23 +1,28 @@
-"""docs/gpus.md and the doctor's copy are what ``tools/gpus_doc.py`` writes from the
-committed inputs (offline), and those inputs say what the page claims."""
+"""docs/gpus.md's inputs say what the page claims (that the page and the doctor's copy are
+what ``python -m tools.refresh gpus-page`` renders from them is also the refresh's check,
+``tests/scripts/test_refresh.py``)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from .._scripts import load_script
-from ..conftest import REPO
+from tools.gpus import page
+from tools.refresh.context import Context
+from tools.refresh.registry import by_name
+
+from ..support.run import REPO
 
 
-def tool() -> Any:
-    return load_script("tools/gpus_doc.py", "gpus_doc_under_test")
+def _json(rel: str) -> Any:
+    return json.loads((REPO / rel).read_text(encoding="utf-8"))
 
 
-def test_the_page_and_the_doctor_copy_are_generated() -> None:
-    for path, text in tool().outputs().items():
-        assert path.read_text(encoding="utf-8") == text, (
-            f"{path.relative_to(REPO)} differs from what python tools/gpus_doc.py writes")
+def test_the_page_and_the_doctor_copy_are_one_generators() -> None:
+    (generator,) = by_name(["gpus-page"])
+    assert generator.outputs(Context()) == [page.PAGE, page.DOCTOR]
+    assert generator.check(Context()) == []
+    assert "python -m tools.refresh gpus-page" in (REPO / page.PAGE).read_text(encoding="utf-8")
 
 
 def test_the_readme_links_the_page() -> None:
@@ -28,12 +33,11 @@ def test_images_as_the_loader_sees_them() -> None:
     """Read from the wheels: sm_120a runs on 12.0 only (GB10, 12.1, has no image in any
     release read); sm_80 SASS runs on 8.6/8.7; sm_75 left after 0.3.5; sm_100f covers 10.3
     from 0.4.6.post1; Thor (11.0) has none."""
-    gd = tool()
-    releases = json.loads(gd.IMAGES.read_text(encoding="utf-8"))["releases"]
+    releases = _json(page.IMAGES)["releases"]
 
     def having(cap: tuple[int, int]) -> set[str]:
         return {name for name, rel in releases.items()
-                if gd.image_for(rel["libraries"], cap) != "none"}
+                if page.image_for(rel["libraries"], cap) != "none"}
 
     everything = set(releases)
     assert having((12, 1)) == having((11, 0)) == set()
@@ -46,7 +50,7 @@ def test_images_as_the_loader_sees_them() -> None:
 
 
 def test_sglang_attention_stock_overflows_and_patched_fits_on_sm120() -> None:
-    data = json.loads(tool().ATTENTION.read_text(encoding="utf-8"))
+    data = _json(page.ATTENTION)
     assert data["limit"] == 101376
     assert len(data["releases"]) >= 5
     for version, found in data["releases"].items():
@@ -55,6 +59,6 @@ def test_sglang_attention_stock_overflows_and_patched_fits_on_sm120() -> None:
 
 
 def test_patch_gates_are_read_from_the_manifests() -> None:
-    gates = tool().gated_patches()
+    gates = page.gated_patches()
     assert gates["sm120-triton-attention-tiles"] == ">=12.0,<13"
     assert set(gates) >= {"sm120-trtllm-backend-autoselect", "triton-ptxas-blackwell"}

@@ -7,18 +7,19 @@ real kernels of published releases for sm_120 with the tiles each picks, stock a
 patch, and holds the result against sm_120's limits (``benchmarks/arch_limits.toml``,
 ``tools/gpu_limits.py``), for a spread of releases in the patch's range.
 
-The harness is the patch's own test's (``tests/patches/test_sm120_triton_attention_tiles.py``):
-the real ``prefill_attention.py`` / ``extend_attention.py`` of a release in a small tree,
+The harness is the patch's tests' (``tests/support/sm120_attention.py``): the real
+``prefill_attention.py`` / ``extend_attention.py`` of a release in a small tree,
 ``torch.cuda`` told it has an sm_120, the real ``context_attention_fwd`` /
 ``extend_attention_fwd`` called on CPU tensors, and the launch they make compiled with
 ``triton.compile`` for sm_120; Triton's ``metadata.shared`` is what it holds against the
 GPU's limit before it launches.  Registers need no check here: Triton tells ptxas the
 block's threads, so a kernel's registers always fit them (it spills instead).
 
-Run from the repository (the wheels are fetched into the wheel cache: this reaches the
-network the first time; a few minutes)::
-
-    python tools/sglang_sm120_attention.py --write   # docs/gpus/sglang-sm120-attention.json
+The releases are one per distinct tile-selection code in the patch's range (the patch
+tests' list); the wheels are fetched into the wheel cache (the network, the first time;
+a few minutes).  ``python -m tools.refresh sglang-sm120-attention`` writes
+``docs/gpus/sglang-sm120-attention.json``; ``python -m tools.gpus.sm120_attention
+--release 0.5.16`` prints one release's.
 """
 
 from __future__ import annotations
@@ -30,35 +31,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the tools beside this one
-
-import gpu_limits
-from gpu_limits import REPO, Resources
-
 from sglang_shims.testing import wheels
+from tests.support import sm120_attention as harness
 
-RESULTS = REPO / "docs" / "gpus" / "sglang-sm120-attention.json"
+from . import limits as gpu_limits
+from .limits import Resources
+
+RESULTS = "docs/gpus/sglang-sm120-attention.json"
 ARCH = "sm_120"
-#: Head dims (prefill) and (Lq, Lv) (extend): Llama-like 128, Gemma 256, DeepSeek MHA
-#: prefill 192/128, DeepSeek/Kimi MLA absorbed 576/512.
 PREFILL_DIMS = (128, 256)
-EXTEND_DIMS = ((128, 128), (192, 128), (256, 256), (576, 512))
-
-
-HARNESS = "tests.patches.test_sm120_triton_attention_tiles"
-
-
-def _harness() -> Any:
-    """The patch's test module (by name: it is the tests', not typed for this tool)."""
-    import importlib
-
-    return importlib.import_module(HARNESS)
-
-
-def releases() -> tuple[str, ...]:
-    """One release per distinct tile-selection code in the patch's range (the patch's
-    test's list)."""
-    return tuple(_harness().RELEASES)
+"""Llama-like 128 and Gemma's 256 (the extend shapes are the patch tests')."""
 
 
 def _row(run: dict[str, Any]) -> dict[str, Any]:
@@ -73,7 +55,6 @@ def _row(run: dict[str, Any]) -> dict[str, Any]:
 def measure(version: str, scratch: Path) -> dict[str, Any]:
     """Stock and patched launches of ``version``'s attention kernels, compiled for sm_120,
     each with its verdict against sm_120's limits."""
-    harness = _harness()
     limits = gpu_limits.load()[ARCH]
     release = wheels.unpack("sglang", version)
     folder = harness.build_tree(release, version, scratch / version, fake_triton=False)
@@ -81,9 +62,10 @@ def measure(version: str, scratch: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"modules": modules}
     for side, stock in (("stock", True), ("patched", False)):
         data = harness.run(folder, modules, "12.0", stock=stock, compile_=True,
-                           prefill_dims=PREFILL_DIMS, extend_dims=EXTEND_DIMS)
+                           prefill_dims=PREFILL_DIMS, extend_dims=harness.EXTEND_DIMS)
+        runs: list[dict[str, Any]] = data["runs"]  # type: ignore[assignment]  # the harness's JSON
         rows = []
-        for run in data["runs"]:
+        for run in runs:
             row = _row(run)
             res = Resources(row["shared"], 0, 32 * row["num_warps"])
             row["problems"] = gpu_limits.problems(res, limits)
@@ -92,30 +74,33 @@ def measure(version: str, scratch: Path) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--release", action="append", default=[],
-                        help="only these sglang releases (default: the patch test's spread)")
-    parser.add_argument("--write", action="store_true", help=f"write {RESULTS}")
-    args = parser.parse_args(argv)
+def report(releases: tuple[str, ...] = harness.RELEASES) -> dict[str, Any]:
+    """Every release's stock and patched launches, with the Triton and the limit."""
     import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     limit = gpu_limits.load()[ARCH].smem_per_block
-    report: dict[str, Any] = {"triton": triton.__version__, "arch": ARCH, "limit": limit,
-                              "releases": {}}
+    out: dict[str, Any] = {"triton": triton.__version__, "arch": ARCH, "limit": limit,
+                           "releases": {}}
     with tempfile.TemporaryDirectory() as scratch:
-        for version in args.release or releases():
-            report["releases"][version] = found = measure(version, Path(scratch))
+        for version in releases:
+            out["releases"][version] = found = measure(version, Path(scratch))
             over = sum(1 for r in found["stock"] if r["problems"])
             worst = max(r["shared"] for r in found["patched"])
             print(f"sglang {version}: stock {over}/{len(found['stock'])} launches over "
-                  f"{limit} B; patched at most {worst} B")
-    text = json.dumps(report, indent=1, sort_keys=True) + "\n"
-    if args.write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(text, encoding="utf-8")
-    else:
-        print(text)
+                  f"{limit} B; patched at most {worst} B", file=sys.stderr, flush=True)
+    return out
+
+
+def text(found: dict[str, Any]) -> str:
+    return json.dumps(found, indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--release", action="append", default=[],
+                        help="only these sglang releases (default: the patch tests' spread)")
+    args = parser.parse_args(argv)
+    print(text(report(tuple(args.release) or harness.RELEASES)), end="")
     return 0
 
 

@@ -5,9 +5,9 @@ another GPU is the first to compile it, when their server starts; a configuratio
 asks for more shared memory than their GPU gives a block fails there with
 ``OutOfResources``.  Triton compiles without a GPU, so this finds that out here: the
 launches are enumerated by calling the wrappers for each architecture
-(``tools/kernel_launches.py``), each distinct one is compiled with the installed Triton for
+(:mod:`tools.gpus.launches`), each distinct one is compiled with the installed Triton for
 that architecture, and its shared memory, registers and threads are held against the
-architecture's limits (``tools/gpu_limits.py``, ``benchmarks/arch_limits.toml``).
+architecture's limits (:mod:`tools.gpus.limits`, ``benchmarks/arch_limits.toml``).
 
 Which architectures: every row of the limits file, each first probed with a one-line
 kernel -- the architectures this Triton (and the ptxas it ships) cannot compile for are
@@ -24,17 +24,17 @@ Samples (``--sample``), all from the same enumeration:
   sm_90+ architecture, 2000 below;
 * ``configs`` -- one variant of every launch configuration (kernel, constexprs, warps,
   stages, options), the heaviest (:func:`configurations`): about 700 / 570; this is the run
-  whose result is committed (``docs/gpus/compile-results.json``, ``--write``) and shown in
-  docs/gpus.md -- about 1.5 hours on two loaded cores, cold;
+  whose result is committed (``docs/gpus/compile-results.json``, written by ``python -m
+  tools.refresh gpu-compile``) and shown in docs/gpus.md -- about 1.5 hours on two loaded
+  cores, cold;
 * ``ci`` -- per kernel the two largest launch shapes and the largest with PDL
   (:func:`largest`): about 30 an architecture, what the CI test compiles every run.
 
 Run from the repository (``--jobs`` processes compile in parallel; Triton's cache in
 ``--cache`` makes a rerun cheap)::
 
-    python tools/compile_every_arch.py --sample configs --write
-    python tools/compile_every_arch.py --sample full --json all.json
-    python tools/compile_every_arch.py --sample ci
+    python -m tools.gpus.compile_check --sample ci
+    python -m tools.gpus.compile_check --sample full --json all.json
 """
 
 from __future__ import annotations
@@ -54,18 +54,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
-import gpu_limits  # noqa: E402
-import kernel_launches  # noqa: E402
-from gpu_limits import ArchLimits, Resources  # noqa: E402
-from kernel_launches import Variant  # noqa: E402
-
-REPO = HERE.parent
-RESULTS = REPO / "docs" / "gpus" / "compile-results.json"
-
+from . import launches as kernel_launches
+from . import limits as gpu_limits
+from .launches import Variant
+from .limits import REPO, ArchLimits, Resources
 
 # ------------------------------------------------------------------ compiling (in workers)
 
@@ -268,8 +260,8 @@ def targets() -> dict[str, str]:
     from concurrent.futures import ThreadPoolExecutor
 
     def one(cc: int) -> str:
-        code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); "
-                "import compile_every_arch as c; "
+        code = (f"import sys, json; sys.path.insert(0, {str(REPO)!r}); "
+                "from tools.gpus import compile_check as c; "
                 f"print(json.dumps(c.compile_one((c._probe_spec(), {cc}))))")
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               timeout=600, check=False)
@@ -284,7 +276,7 @@ def targets() -> dict[str, str]:
 
 
 def _probe_spec() -> dict[str, Any]:
-    return {"module": "gpu_probe", "kernel": "probe",
+    return {"module": "tools.gpus.probe", "kernel": "probe",
             "signature": {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
             "constexprs": {"BLOCK": 128}, "attrs": {}, "options": {"num_warps": 4}}
 
@@ -318,7 +310,7 @@ def _summarise(limits: ArchLimits, probe: dict[str, Any], chosen: list[Variant],
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sample", choices=tuple(SAMPLES), default="configs")
+    parser.add_argument("--sample", choices=tuple(SAMPLES), default="ci")
     parser.add_argument("--arch", action="append", default=[],
                         help="only these (sm_120 ...; default: every row of the limits file)")
     parser.add_argument("--only", default="", help="only calls whose label contains this")
@@ -326,39 +318,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None,
                         help="Triton's cache folder (default: Triton's own)")
     parser.add_argument("--json", type=Path, default=None, help="write everything found here")
-    parser.add_argument("--write", action="store_true", help=f"write {RESULTS}")
-    parser.add_argument("--targets-into", type=Path, default=None,
-                        help="only probe which architectures this Triton targets, into this "
-                             "results file")
     args = parser.parse_args(argv)
-    os.environ.pop("TRITON_INTERPRET", None)  # compile for the GPU, never interpret
     if args.cache is not None:
         os.environ["TRITON_CACHE_DIR"] = str(args.cache)
-    if args.targets_into is not None:
-        report = json.loads(args.targets_into.read_text(encoding="utf-8"))
-        report["targets"] = targets()
-        args.targets_into.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n",
-                                     encoding="utf-8")
-        return 0
     limits = gpu_limits.load()
-    arches = [limits[a] for a in args.arch] if args.arch else list(limits.values())
-    start = time.monotonic()
-    summaries, table, results = run(arches, args.sample, args.jobs, args.only)
-    report = document(summaries, table, results, args.sample, time.monotonic() - start)
-    if args.sample != "ci":
-        report["targets"] = targets()
-    for s in summaries:
-        print(_line(s))
+    report = check([limits[a] for a in args.arch] if args.arch else list(limits.values()),
+                   args.sample, args.jobs, args.only)
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n",
                              encoding="utf-8")
-    if args.write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(committed(report), indent=1, sort_keys=True) + "\n",
-                           encoding="utf-8")
-    bad = any(s.failures or s.over for s in summaries
-              if s.supported and limits[s.arch].required)
+    bad = any(found["failures"] or found["over"] for name, found in report["arches"].items()
+              if found["supported"] and limits[name].required)
     return 1 if bad else 0
+
+
+def check(arches: list[ArchLimits], sample: str, jobs: int, only: str = "") -> dict[str, Any]:
+    """One run (:func:`run`), a line per architecture printed, as one JSON document; with
+    what this Triton targets unless it is the CI sample."""
+    os.environ.pop("TRITON_INTERPRET", None)  # compile for the GPU, never interpret
+    start = time.monotonic()
+    summaries, table, results = run(arches, sample, jobs, only)
+    report = document(summaries, table, results, sample, time.monotonic() - start)
+    if sample != "ci":
+        report["targets"] = targets()
+    for s in summaries:
+        print(_line(s), flush=True)
+    return report
+
+
+def results_text(jobs: int) -> str:
+    """``docs/gpus/compile-results.json``: every configuration on every architecture of the
+    limits file (:func:`committed` of the run)."""
+    report = check(list(gpu_limits.load().values()), "configs", jobs)
+    return json.dumps(committed(report), indent=1, sort_keys=True) + "\n"
 
 
 def document(summaries: list[ArchResult], table: dict[str, Any],

@@ -1,52 +1,49 @@
-"""Write docs/gpus.md and the doctor's copy of it, from the committed GPU data.
+"""docs/gpus.md and the doctor's copy of it, rendered from the committed GPU data.
 
 Why generated: the page says, per CUDA architecture, whether the fallback kernels compile
 and fit there, which kernel wheels carry code for it and which patches are gated on it;
 each of those is measured or read elsewhere, and a page written by hand would drift from
-them.  Inputs, all in the repository (this command reads nothing else, and never the
-network):
+them.  Inputs, all in the repository (rendering reads nothing else, and never the
+network), each with the refresh generator that writes it:
 
-* ``benchmarks/arch_limits.toml`` -- the limits, with their sources;
-* ``docs/gpus/compile-results.json`` -- ``tools/compile_every_arch.py --sample configs
-  --write``: every launch configuration compiled for every architecture;
-* ``docs/gpus/kernel-images.json`` -- ``python tools/gpus_doc.py images``: the fatbin
-  entries of each kernel wheel's ``common_ops`` libraries (reaches the network);
-* ``docs/gpus/sglang-sm120-attention.json`` -- ``tools/sglang_sm120_attention.py --write``;
+* ``benchmarks/arch_limits.toml`` -- the limits, with their sources (written by hand);
+* ``docs/gpus/compile-results.json`` -- ``gpu-compile``: every launch configuration
+  compiled for every architecture (:mod:`tools.gpus.compile_check`);
+* ``docs/gpus/kernel-images.json`` -- ``kernel-images``: the fatbin entries of each kernel
+  wheel's ``common_ops`` libraries (:func:`images_text`, reaches the network);
+* ``docs/gpus/sglang-sm120-attention.json`` -- ``sglang-sm120-attention``
+  (:mod:`tools.gpus.sm120_attention`);
 * ``patches/*/manifest.toml`` -- the patches' ``[gpu] capability`` gates.
 
 Outputs: ``docs/gpus.md`` and ``sglang_shims/cli/doctor/gpus.json`` (the installed package
-has no docs/; ``doctor`` reads this).  ``tests/kernels/test_gpus_doc.py`` checks both equal
-what this writes::
+has no docs/; ``doctor`` reads this), generator ``gpus-page``::
 
-    python tools/gpus_doc.py            # write both
-    python tools/gpus_doc.py images     # re-read the kernel wheels first (downloads)
+    python -m tools.refresh gpus-page        # render both
+    python -m tools.refresh kernel-images    # re-read the kernel wheels (downloads)
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the tools beside this one
-
-import gpu_limits
-from gpu_limits import REPO, ArchLimits
 
 from sglang_shims.catalog.manifest import load_text
 from sglang_shims.cli.doctor.checks.arch import loader_key
 from sglang_shims.engine.gates import satisfies
 from sglang_shims.patching.elf import FatbinEntry, arch_names, inspect_library
 
-DATA = REPO / "docs" / "gpus"
-COMPILE = DATA / "compile-results.json"
-IMAGES = DATA / "kernel-images.json"
-ATTENTION = DATA / "sglang-sm120-attention.json"
-PAGE = REPO / "docs" / "gpus.md"
-DOCTOR = REPO / "sglang_shims" / "cli" / "doctor" / "gpus.json"
+from . import limits as gpu_limits
+from .limits import REPO, ArchLimits
+
+COMPILE = "docs/gpus/compile-results.json"
+IMAGES = "docs/gpus/kernel-images.json"
+ATTENTION = "docs/gpus/sglang-sm120-attention.json"
+PAGE = "docs/gpus.md"
+DOCTOR = "sglang_shims/cli/doctor/gpus.json"
+"""Paths from the repository's root (the refresh's ``Context.root``)."""
 
 #: The kernel releases read by ``images``: the last with sm_75, the first without it, the
 #: last and first around the PyPI builds' sm_100a/sm_120a (0.3.9), the last sgl-kernel, the
@@ -81,10 +78,10 @@ def read_wheel(dist: str, version: str) -> dict[str, Any]:
     return out
 
 
-def images(releases: tuple[tuple[str, str], ...] = KERNEL_RELEASES) -> None:
-    """Re-read the kernel wheels into ``docs/gpus/kernel-images.json``."""
+def images_text(releases: tuple[tuple[str, str], ...] = KERNEL_RELEASES) -> str:
+    """``docs/gpus/kernel-images.json`` read afresh from the kernel wheels."""
     found = {f"{dist} {version}": read_wheel(dist, version) for dist, version in releases}
-    _write(IMAGES, json.dumps({"releases": found}, indent=1, sort_keys=True) + "\n")
+    return json.dumps({"releases": found}, indent=1, sort_keys=True) + "\n"
 
 
 def entries(raw: list[list[int]]) -> list[FatbinEntry]:
@@ -109,11 +106,11 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def gated_patches() -> dict[str, str]:
+def gated_patches(root: Path = REPO) -> dict[str, str]:
     """``{patch id: capability spec}`` for every patch with a ``[gpu]`` gate."""
     out = {}
-    for path in sorted((REPO / "patches").glob("*/manifest.toml")):
-        m = load_text(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)),
+    for path in sorted((root / "patches").glob("*/manifest.toml")):
+        m = load_text(path.read_text(encoding="utf-8"), str(path.relative_to(root)),
                       folder=path.parent)
         if m.gpu:
             out[m.id] = m.gpu
@@ -181,7 +178,8 @@ def render(limits: dict[str, ArchLimits], compiled: dict[str, Any], imgs: dict[s
     lines = [
         "# GPUs: where the fallback kernels compile and fit, and which kernel wheels carry code",
         "",
-        "<!-- generated by `python tools/gpus_doc.py`; edit its inputs, not this page -->",
+        "<!-- generated by `python -m tools.refresh gpus-page`; edit its inputs, not this"
+        " page -->",
         "",
         "sglang-shims' fallback kernels (`SGLANG_SHIMS_ENABLE=sgl-kernel-triton-fallback`) are",
         "Triton, compiled on the user's GPU when the server starts.  Every one of them is",
@@ -189,7 +187,8 @@ def render(limits: dict[str, ArchLimits], compiled: dict[str, Any], imgs: dict[s
         "configuration its wrappers choose there (the widths of the models sglang serves, odd",
         "widths, decode and prefill row counts, each dtype, PDL on where the GPU has it), and",
         "its shared memory, registers and threads are held against that architecture's",
-        f"limits (`tools/compile_every_arch.py`, Triton {compiled['triton']}; the CI test",
+        f"limits (`tools/gpus/compile_check.py`, Triton {compiled['triton']}, refreshed by",
+        "`python -m tools.refresh gpu-compile`; the CI test",
         "`tests/kernels/test_compile_every_arch.py` compiles the largest configurations of",
         "every kernel on every architecture at each run).  Only the H200 (sm_90) has run the",
         "kernels: **on every other architecture their numerics are checked by compilation",
@@ -249,9 +248,9 @@ def _findings(limits: dict[str, ArchLimits], compiled: dict[str, Any]) -> list[s
 def _attention(data: dict[str, Any]) -> list[str]:
     out = ["## sglang's own Triton attention on sm_120 (`sm120-triton-attention-tiles`)", "",
            "The real prefill/extend attention kernels of each release, with the tiles they",
-           "pick on an sm_120, stock and with the patch, compiled for sm_120 "
-           f"(`tools/sglang_sm120_attention.py`, Triton {data['triton']}); the limit is "
-           f"{data['limit']} B a block.", "",
+           "pick on an sm_120, stock and with the patch, compiled for sm_120",
+           f"(`python -m tools.refresh sglang-sm120-attention`, Triton {data['triton']}); the",
+           f"limit is {data['limit']} B a block.", "",
            "| sglang | kernel | shape | stock tile | stock shared | patched tile | "
            "patched shared |", "|---|---|---|---|---|---|---|"]
     for version, found in data["releases"].items():
@@ -268,7 +267,7 @@ def _attention(data: dict[str, Any]) -> list[str]:
 def _wheels(imgs: dict[str, Any]) -> list[str]:
     out = ["## Kernel wheels read", "",
            "The `common_ops` libraries of each published x86_64 wheel, read with",
-           "`sglang_shims.patching.elf` (`python tools/gpus_doc.py images`).  sgl_kernel's",
+           "`sglang_shims.patching.elf` (`python -m tools.refresh kernel-images`).  sgl_kernel's",
            "loader takes `sm90/` on 9.0 and `sm100/` on every other GPU (the flat layout up",
            "to 0.3.12).", "", "| Release | library | SASS | PTX |", "|---|---|---|---|"]
     for name, rel in by_version(imgs["releases"]):
@@ -300,33 +299,15 @@ def doctor_data(limits: dict[str, ArchLimits], compiled: dict[str, Any],
         arches[name] = {"fallback": verdict(lim, found), "fp8_on_triton": lim.device().fp8,
                         "images": {rel: image_for(data["libraries"], lim.capability)
                                    for rel, data in imgs["releases"].items()}}
-    return {"source": "docs/gpus.md, written by tools/gpus_doc.py",
+    return {"source": "docs/gpus.md's data (python -m tools.refresh gpus-page)",
             "triton": compiled["triton"], "arches": arches}
 
 
-def outputs() -> dict[Path, str]:
-    """``{path: text}`` of everything this command writes, from the committed inputs."""
-    limits = gpu_limits.load()
-    compiled, imgs = _load(COMPILE), _load(IMAGES)
-    page = render(limits, compiled, imgs, _load(ATTENTION), gated_patches())
+def outputs(root: Path = REPO) -> dict[str, str]:
+    """``{path from root: text}`` of the page and the doctor's copy, from the committed
+    inputs under ``root``."""
+    limits = gpu_limits.load(root / "benchmarks" / "arch_limits.toml")
+    compiled, imgs = _load(root / COMPILE), _load(root / IMAGES)
+    page = render(limits, compiled, imgs, _load(root / ATTENTION), gated_patches(root))
     doctor = json.dumps(doctor_data(limits, compiled, imgs), indent=1, sort_keys=True) + "\n"
     return {PAGE: page, DOCTOR: doctor}
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["images"]:
-        images()
-    for path, text in outputs().items():
-        _write(path, text)
-        print(f"wrote {path.relative_to(REPO)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -24,20 +24,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the tools beside this one
-
-from gpu_limits import REPO, read_toml
-
 from sglang_shims.kernels import compile_lock, runtime
 from sglang_shims.kernels.device import Device
 from sglang_shims.kernels.runtime import next_pow2
+
+from .limits import REPO, read_toml
 
 SHAPES = REPO / "benchmarks" / "model_shapes.toml"
 ROWS = (1, 32, 33, 4096)

@@ -1,8 +1,8 @@
 """What a thread block may use on each CUDA architecture, and whether a compiled kernel fits.
 
 The numbers are data (``benchmarks/arch_limits.toml``, each with its source); this module
-reads them for the compile check (``tools/compile_every_arch.py``) and the GPU page
-(``tools/gpus_doc.py``), and judges one compiled kernel against one architecture the way
+reads them for the compile check (:mod:`tools.gpus.compile_check`) and the GPU page
+(:mod:`tools.gpus.page`), and judges one compiled kernel against one architecture the way
 the GPU would: Triton refuses a launch whose shared memory exceeds the opt-in maximum
 (``OutOfResources``), and the driver one whose registers times threads exceed the
 register file a block may take.  Spilled registers (local memory) still run, slower:
@@ -16,11 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as a script: the package beside this folder
-    sys.path.insert(0, str(REPO))
+from sglang_shims.kernels.device import Device
 
-from sglang_shims.kernels.device import Device  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 LIMITS = REPO / "benchmarks" / "arch_limits.toml"
 FIELDS = ("smem_per_block", "regs_per_block", "regs_per_thread", "threads_per_block")
