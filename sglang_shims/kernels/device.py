@@ -9,7 +9,7 @@ a GPU that did not exist when the rule was written is judged by what it has.
 
 The wrappers build the value once per CUDA device from torch's device properties
 (:func:`cuda_device`, through :func:`sglang_shims.kernels.runtime.device_of`).
-``tools/compile_every_arch.py`` builds one per architecture from
+``tools/gpus/compile_check.py`` builds one per architecture from
 ``benchmarks/arch_limits.toml`` and records what the wrappers launch for it (:func:`assume`,
 through :func:`sglang_shims.kernels.compile_lock.recording`), so every architecture's choice
 is compiled and checked without its GPU.
@@ -46,7 +46,7 @@ class Device:
     def fp8(self) -> bool:
         """Whether Triton compiles kernels on e4m3 values (``fp8e4nv``) here: from compute
         capability 8.9.  Below it Triton refuses them ("type fp8e4nv not supported in this
-        architecture"; Triton 3.8 on sm_70-sm_87, found by tools/compile_every_arch.py),
+        architecture"; Triton 3.8 on sm_70-sm_87, found by tools/gpus/compile_check.py),
         so the FP8 ops take their plain-PyTorch path there."""
         return self.capability >= (8, 9)
 

@@ -1,6 +1,6 @@
 """Every fallback kernel compiled for every CUDA architecture and held against its limits.
 
-No GPU: ``tools/compile_every_arch.py`` calls the wrappers for each architecture of
+No GPU: ``tools/gpus/compile_check.py`` calls the wrappers for each architecture of
 ``benchmarks/arch_limits.toml`` (launches recorded, not run), compiles what they choose
 with the installed Triton for that architecture, and checks shared memory, registers and
 threads against the architecture's limits.

@@ -1,5 +1,5 @@
 # mypy: disable-error-code="no-untyped-def, untyped-decorator, misc"
-"""A one-line kernel that ``tools/compile_every_arch.py`` compiles first for each
+"""A one-line kernel that ``tools/gpus/compile_check.py`` compiles first for each
 architecture: where even this fails, the installed Triton cannot target that architecture."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ extend attention pick on sm_12x (RTX 50xx, RTX PRO 6000, DGX Spark), because the
 are Hopper's and ask for more shared memory than an sm_12x block has.  This compiles the
 real kernels of published releases for sm_120 with the tiles each picks, stock and with the
 patch, and holds the result against sm_120's limits (``benchmarks/arch_limits.toml``,
-``tools/gpu_limits.py``), for a spread of releases in the patch's range.
+``tools/gpus/limits.py``), for a spread of releases in the patch's range.
 
 The harness is the patch's tests' (``tests/support/sm120_attention.py``): the real
 ``prefill_attention.py`` / ``extend_attention.py`` of a release in a small tree,

@@ -72,6 +72,23 @@ def check_images(context: Context) -> list[str]:
     return out
 
 
+def stale_images(context: Context) -> list[str]:
+    """Kernel releases on the index newer than every one the page reads."""
+    from packaging.version import Version
+
+    from tools.gpus import page
+
+    from . import snapshot
+    from .fetched import SNAPSHOT
+
+    newest = max(Version(v) for _dist, v in page.KERNEL_RELEASES)
+    listed = snapshot.load(context.root / SNAPSHOT)["projects"]
+    return [f"{dist} {v} is on the index, not read for docs/gpus.md (KERNEL_RELEASES)"
+            for dist in ("sgl-kernel", "sglang-kernel")
+            for v, e in listed.get(dist, {}).items()
+            if e["wheel"] and Version(v) > newest and not Version(v).is_prerelease]
+
+
 def write_images(context: Context) -> None:
     from tools.gpus import page
 

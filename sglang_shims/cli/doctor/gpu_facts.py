@@ -3,9 +3,9 @@
 Why: when a kernel wheel has no image for the user's GPU, the next question is whether
 sglang-shims' fallback kernels will run there instead.  The project compiles every one of
 them for every CUDA architecture in CI and holds it against that architecture's limits
-(``tools/compile_every_arch.py``); ``tools/gpus_doc.py`` writes the verdicts, and which
-kernel releases carry an image for each architecture, into ``gpus.json`` beside this
-module (docs/ is not part of the installed package).  Missing or unreadable, it says
+(``tools/gpus/compile_check.py``); the refresh's ``gpus-page`` generator writes the
+verdicts, and which kernel releases carry an image for each architecture, into
+``gpus.json`` beside this module (docs/ is not part of the installed package).  Missing or unreadable, it says
 nothing rather than something wrong.
 """
 

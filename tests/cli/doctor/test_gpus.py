@@ -1,7 +1,7 @@
 """``doctor`` on a GPU the kernel wheel has no image for: what CI found for the fallback.
 
-The verdicts come from ``sglang_shims/cli/doctor/gpus.json``, which ``tools/gpus_doc.py``
-writes with docs/gpus.md (the page is not in the installed package).
+The verdicts come from ``sglang_shims/cli/doctor/gpus.json``, which ``python -m
+tools.refresh gpus-page`` writes with docs/gpus.md (the page is not in the installed package).
 """
 
 from __future__ import annotations
