@@ -5,6 +5,7 @@ what ``python -m tools.refresh gpus-page`` renders from them is also the refresh
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from tools.gpus import page
@@ -62,3 +63,27 @@ def test_patch_gates_are_read_from_the_manifests() -> None:
     gates = page.gated_patches()
     assert gates["sm120-triton-attention-tiles"] == ">=12.0,<13"
     assert set(gates) >= {"sm120-trtllm-backend-autoselect", "triton-ptxas-blackwell"}
+
+
+def test_a_change_to_the_kernels_code_is_noted_against_the_committed_run(tmp_path: Path
+                                                                         ) -> None:
+    """The committed full run names the kernel code it compiled; other code is a note of
+    ``--check`` (rerunning takes hours; CI compiles the largest configurations anyway)."""
+    from tools.gpus import compile_check
+    from tools.refresh import gpus
+
+    ops = tmp_path / "sglang_shims" / "kernels" / "ops"
+    ops.mkdir(parents=True)
+    (ops / "norm.py").write_text("BLOCK = 1024\n", encoding="utf-8")
+    results = tmp_path / gpus.COMPILE
+    results.parent.mkdir(parents=True)
+    triton = _json(gpus.COMPILE)["triton"]
+    made = {"sample": "configs", "sources": compile_check.sources_digest(tmp_path),
+            "triton": triton, "arches": {}}
+    results.write_text(json.dumps(made), encoding="utf-8")
+    context = Context(root=tmp_path)
+    assert not [n for n in gpus.stale_compile(context) if "kernel code" in n]
+    (ops / "norm.py").write_text("BLOCK = 2048\n", encoding="utf-8")
+    assert [n for n in gpus.stale_compile(context) if "kernel code" in n] == [
+        f"{gpus.COMPILE}: made from other kernel code (sources {made['sources']});"
+        " `python -m tools.refresh gpu-compile gpus-page`"]

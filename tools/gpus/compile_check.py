@@ -359,12 +359,27 @@ def document(summaries: list[ArchResult], table: dict[str, Any],
     import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     return {"triton": triton.__version__, "sample": sample, "seconds": round(seconds),
+            "sources": sources_digest(),
             "arches": {s.arch: {k: v for k, v in vars(s).items() if k != "arch"}
                        for s in summaries},
             "variants": table,
             "resources": {arch: {vid: {k: v for k, v in res.items() if k != "seconds"}
                                  for vid, res in sorted(found.items())}
                           for arch, found in results.items()}}
+
+
+def sources_digest(root: Path = REPO) -> str:
+    """The kernels' code (every module under ``sglang_shims/kernels/ops``: the Triton
+    kernels, their launch rules and wrappers) in one word.  What a committed run was
+    compiled from; with the Triton version it is what Triton's own cache keys a compiled
+    kernel by, so a run is current while both are.  ``python -m tools.refresh --check``
+    notes a change (a rerun takes hours; the CI sample compiles the largest configurations
+    of the code as it is at every run)."""
+    ops = root / "sglang_shims" / "kernels" / "ops"
+    h = hashlib.sha256()
+    for path in sorted(ops.rglob("*.py")):
+        h.update(path.relative_to(ops).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 def committed(report: dict[str, Any]) -> dict[str, Any]:

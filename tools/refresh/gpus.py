@@ -108,6 +108,26 @@ def check_compile(context: Context) -> list[str]:
     return out
 
 
+def stale_compile(context: Context) -> list[str]:
+    """The kernels' code or the installed Triton changed since the committed run."""
+    from tools.gpus import compile_check
+
+    found = _json(context, COMPILE)
+    out = []
+    if found.get("sources") != compile_check.sources_digest(context.root):
+        out.append(f"{COMPILE}: made from other kernel code (sources"
+                   f" {found.get('sources')}); `python -m tools.refresh gpu-compile gpus-page`")
+    try:
+        from importlib.metadata import version
+
+        triton = version("triton")
+    except Exception:  # no Triton here: nothing to compare
+        return out
+    if triton != found.get("triton"):
+        out.append(f"{COMPILE}: made with Triton {found.get('triton')}, {triton} is installed")
+    return out
+
+
 def write_compile(context: Context) -> None:
     from tools.gpus import compile_check
 

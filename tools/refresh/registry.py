@@ -102,7 +102,7 @@ GENERATORS: tuple[Generator, ...] = (
     Generator("sglang-sm120-attention", "fetched", _fixed(gpus.ATTENTION),
               gpus.ATTENTION_SOURCE, 1, gpus.check_attention, gpus.write_attention),
     Generator("gpu-compile", "measured", _fixed(gpus.COMPILE), gpus.COMPILE_SOURCE, 1,
-              gpus.check_compile, gpus.write_compile),
+              gpus.check_compile, gpus.write_compile, gpus.stale_compile),
     Generator("gpus-page", "derived", _fixed(*gpus.PAGE_OUTPUTS),
               "the GPU data (docs/gpus/*.json), benchmarks/arch_limits.toml and the"
               " manifests' [gpu] gates", 1, gpus.check_page, gpus.write_page),

@@ -5,8 +5,8 @@ sglang-shims' fallback kernels will run there instead.  The project compiles eve
 them for every CUDA architecture in CI and holds it against that architecture's limits
 (``tools/gpus/compile_check.py``); the refresh's ``gpus-page`` generator writes the
 verdicts, and which kernel releases carry an image for each architecture, into
-``gpus.json`` beside this module (docs/ is not part of the installed package).  Missing or unreadable, it says
-nothing rather than something wrong.
+``gpus.json`` beside this module (docs/ is not part of the installed package).  Missing
+or unreadable, it says nothing rather than something wrong.
 """
 
 from __future__ import annotations
