@@ -28,7 +28,9 @@ Samples (``--sample``), all from the same enumeration:
   tools.refresh gpu-compile``) and shown in docs/gpus.md -- about 1.5 hours on two loaded
   cores, cold;
 * ``ci`` -- per kernel the two largest launch shapes and the largest with PDL
-  (:func:`largest`): about 30 an architecture, what the CI test compiles every run.
+  (:func:`largest`), plus the variants the committed full run found asking the most shared
+  memory and registers (:func:`with_heaviest`): about 40-55 an architecture, what the CI
+  test compiles every run.
 
 Run from the repository (``--jobs`` processes compile in parallel; Triton's cache in
 ``--cache`` makes a rerun cheap)::
@@ -175,6 +177,43 @@ def largest(found: Iterable[Variant], per_kernel: int = 2) -> list[Variant]:
     return sorted({v.id: v for v in out}.values(), key=lambda v: (v.name, v.id))
 
 
+RESULTS = REPO / "docs" / "gpus" / "compile-results.json"
+
+
+def with_heaviest(chosen: list[Variant], found: list[Variant], arch: str) -> list[Variant]:
+    """``chosen`` and the variants the committed full run found heaviest on ``arch``
+    (:func:`heaviest`) that the rules still choose.  Why both: a kernel's shared memory
+    does not follow its tile size alone (Triton stages a reduction or a layout change in
+    shared memory for some element types and warp counts: rmsnorm's 16384-wide fp32 row in
+    32 warps took 64 KiB on sm_61, the 32768-wide one 8 KiB), so the largest tiles alone
+    can miss the configuration that comes closest to a limit."""
+    try:
+        ids = set(json.loads(RESULTS.read_text(encoding="utf-8")).get("heaviest", {})
+                  .get(arch, []))
+    except (OSError, ValueError):
+        ids = set()
+    extra = [v for v in found if v.id in ids]
+    return sorted({v.id: v for v in (*chosen, *extra)}.values(), key=lambda v: (v.name, v.id))
+
+
+def heaviest(results: dict[str, dict[str, Any]], table: dict[str, Any]) -> dict[str, list[str]]:
+    """Per architecture and kernel, the variant that asked for the most shared memory and
+    the one with the most registers a block (registers x threads), in one run."""
+    out: dict[str, list[str]] = {}
+    for arch, found in sorted(results.items()):
+        best: dict[tuple[str, str], tuple[int, str]] = {}
+        for vid, res in sorted(found.items()):
+            if "error" in res:
+                continue
+            kernel = table[vid]["kernel"]
+            for what, amount in (("shared", res["shared"]),
+                                 ("regs", res["regs"] * res["threads"])):
+                if (kernel, what) not in best or amount > best[kernel, what][0]:
+                    best[kernel, what] = (amount, vid)
+        out[arch] = sorted({vid for _amount, vid in best.values()})
+    return out
+
+
 SAMPLES: dict[str, Callable[[list[Variant]], list[Variant]]] = {
     "full": lambda found: found,
     "configs": configurations,
@@ -212,6 +251,8 @@ def run(arches: list[ArchLimits], sample: str, jobs: int, only: str = ""
         found = kernel_launches.variants(limits.device(), widths,
                                          kernel_launches.Specialiser(limits.cc), keep)
         chosen = SAMPLES[sample](found)
+        if sample == "ci":
+            chosen = with_heaviest(chosen, found, limits.name)
         per_arch[limits.name] = chosen
         digests[limits.name] = digest(configurations(found))
         for v in chosen:
@@ -384,9 +425,12 @@ def sources_digest(root: Path = REPO) -> str:
 
 def committed(report: dict[str, Any]) -> dict[str, Any]:
     """What is committed of a run: the per-architecture summaries (verdicts, peaks, what
-    failed, went over or spilled, the digest of the configurations) and the targets; the
-    per-variant table and resources (a megabyte and more) stay in ``--json`` output."""
-    return {k: v for k, v in report.items() if k not in ("variants", "resources")}
+    failed, went over or spilled, the digest of the configurations), the targets and the
+    heaviest variants (what the CI sample adds); the per-variant table and resources (a
+    megabyte and more) stay in ``--json`` output."""
+    out = {k: v for k, v in report.items() if k not in ("variants", "resources")}
+    out["heaviest"] = heaviest(report["resources"], report["variants"])
+    return out
 
 
 def _line(s: ArchResult) -> str:
