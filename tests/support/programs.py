@@ -32,11 +32,15 @@ def program(name: str) -> str:
     return assemble(PROGRAMS / f"{name}.py")
 
 
+def patch_folder(patch: str) -> str:
+    """The folder of the programs of patch ``patch``'s test, named after its id:
+    ``patches/<id with underscores>`` (under ``tests/programs``)."""
+    return f"patches/{patch.replace('-', '_')}"
+
+
 def patch_programs(patch: str, *names: str) -> tuple[str, ...]:
-    """The programs ``names`` of the test of patch ``patch``, in the folder named after its
-    id (``tests/programs/patches/<id with underscores>/<name>.py``)."""
-    folder = f"patches/{patch.replace('-', '_')}"
-    return tuple(program(f"{folder}/{name}") for name in names)
+    """The programs ``names`` of :func:`patch_folder`, in that order."""
+    return tuple(program(f"{patch_folder(patch)}/{name}") for name in names)
 
 
 def write_tree(name: str, root: Path) -> Path:
