@@ -66,13 +66,13 @@ def copies(sources: Mapping[str, str], run: int = RUN) -> list[str]:
     (a line repeated, a bracket on many lines) are not a copy."""
     lines = {name: counted_lines(text) for name, text in sources.items()}
     places: dict[tuple[str, ...], list[tuple[str, int]]] = defaultdict(list)
-    for name, found in lines.items():
-        texts = [text for _, text in found]
+    for name, counted in lines.items():
+        texts = [text for _, text in counted]
         for start in range(len(texts) - run + 1):
             places[tuple(texts[start:start + run])].append((name, start))
     shared: dict[tuple[str, str], set[tuple[int, int]]] = defaultdict(set)
-    for found in places.values():
-        for (a, i), (b, j) in combinations(found, 2):
+    for windows in places.values():
+        for (a, i), (b, j) in combinations(windows, 2):
             if a != b or abs(i - j) >= run:
                 shared[a, b].add((i, j))
     out = []

@@ -3,7 +3,8 @@
 A patch test's program ends with ``print_result(result, PATCH)`` (``tests/programs/
 patch_state.py``): its last line is a JSON object whose ``state`` is the patch's state in
 that process (None where the shims are not active).  The helpers here run it, check it
-ran, and check that state.
+ran, and check that state; compute the reference values it is compared with (with no
+shims, on the release that still behaved); and give a test file its stack of real wheels.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def run_json(code: str, paths: tuple[Path, ...], env: dict[str, str] | None = No
     if transformers is not None:
         assert data["transformers"] == transformers
     expected = dict(expect or {})
-    assert {key: data.get(key) for key in expected} == expected, data
+    assert {key: data.get(key, "(absent)") for key in expected} == expected, data
     return data
 
 
