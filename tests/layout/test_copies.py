@@ -92,8 +92,9 @@ def python_sources(root: Path = REPO) -> Iterator[tuple[str, str]]:
     """(path from ``root``, text) of every Python source below :data:`TREES`."""
     for tree in TREES:
         for path in sorted((root / tree).rglob("*.py")):
-            if not any(part.startswith((".", "__pycache__")) for part in path.parts):
-                yield path.relative_to(root).as_posix(), path.read_text(encoding="utf-8")
+            relative = path.relative_to(root)
+            if not any(part.startswith((".", "__pycache__")) for part in relative.parts):
+                yield relative.as_posix(), path.read_text(encoding="utf-8")
 
 
 def test_no_block_is_written_twice() -> None:
