@@ -275,6 +275,22 @@ def test_render_marks_stock_and_shims() -> None:
     assert picture.count("<rect") == 1 + 2 * 6 * 2 + 4  # background, 2 rows x 6 x 2, legend
 
 
+def test_page_names_the_transformers_5_each_release_ran() -> None:
+    """A canary that reran only some releases on a new transformers 5: the column is the
+    newest one run, and a release still on an older one says which beside its name."""
+    data = _matrix()
+    data["releases"]["0.5.1"]["versions"]["transformers5"] = "5.24.0"
+    data["releases"]["0.5.2"] = copy.deepcopy(data["releases"]["0.5.1"])
+    data["releases"]["0.5.2"]["versions"]["transformers5"] = "5.25.0"
+    page = render.markdown(data)
+    assert "| tf 5.25.0, no kernel |" in page and "5.24.0, no kernel" not in page
+    assert "1 of 2 releases ran that column on an older 5.x" in page
+    assert "| 0.5.1 (tf 5.24.0) | " in page and "| 0.5.2 | " in page
+    assert ">0.5.1*</text>" in render.svg(data) and ">0.5.2</text>" in render.svg(data)
+    data["releases"]["0.5.1"]["versions"]["transformers5"] = "5.25.0"
+    assert "older 5.x" not in render.markdown(data) and "*" not in render.svg(data)
+
+
 @pytest.fixture(scope="module")
 def sample_data() -> dict[str, Any]:
     return copy.deepcopy(tested.matrix())
