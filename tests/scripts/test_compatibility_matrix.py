@@ -275,6 +275,28 @@ def test_render_marks_stock_and_shims() -> None:
     assert picture.count("<rect") == 1 + 2 * 6 * 2 + 4  # background, 2 rows x 6 x 2, legend
 
 
+def test_an_overlay_resolved_earlier_is_recorded_when_the_run_reuses_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A canary that finds the environment already resolved (an earlier, unrecorded run)
+    still writes its lock: the tests install the cells' environments from the locks."""
+    from sglang_shims.testing import wheels
+
+    folder = tmp_path / "cache" / "matrix" / "0.5.9-tf5.25.0"
+    folder.mkdir(parents=True)
+    (folder / "lock.txt").write_text("transformers==5.25.0\nkernels==0.19.1\n")
+    (folder / "relaxed.txt").write_text('cuda-tile; sys_platform == "never"\n')
+    (folder / ".complete").write_text("0.5.9")
+    monkeypatch.setattr(wheels, "cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr(run, "LOCKS", tmp_path / "locks")
+    assert run.overlay("0.5.9", tmp_path, "5.25.0") == folder
+    assert not (tmp_path / "locks").exists()  # not asked to record
+    run.overlay("0.5.9", tmp_path, "5.25.0", record=True)
+    lock = tmp_path / "locks" / "0.5.9-tf5.25.0.txt"
+    pins, relaxed, index = run.read_lock(lock)
+    assert pins == {"transformers": "5.25.0", "kernels": "0.19.1"} and index == []
+    assert relaxed == ['cuda-tile; sys_platform == "never"']
+
+
 def test_page_names_the_transformers_5_each_release_ran() -> None:
     """A canary that reran only some releases on a new transformers 5: the column is the
     newest one run, and a release still on an older one says which beside its name."""

@@ -112,7 +112,7 @@ def markdown(data: dict[str, Any]) -> str:
     tf5, older = ran_transformers5(releases)
     tf5 = tf5 or index.get("transformers5", "5")
     behind = (f"; {len(older)} of {len(releases)} releases ran that column on an older 5.x,"
-              " named beside the release (a canary reruns them)" if older else "")
+              " named beside the release" if older else "")
     lines = [
         "# Compatibility matrix: every sglang release on today's stack",
         "",

@@ -289,11 +289,13 @@ def report(context: Context, found: list[New], outcomes: list[Outcome],
               "| sglang | environment | kernel | mode | before | now | first error | module |"
               " resembles |", "|---|---|---|---|---|---|---|---|---|"]
     for o in outcomes:
-        module, error = _first(o.cell) if o.now != "pass" else ("", "")
+        module, error = _first(o.cell) if o.now == "fail" else ("", "")
+        if o.now not in ("pass", "fail"):  # not run: the reason, nothing to classify
+            module, error = "-", _first(o.cell)[1]
         text = error[:160].replace("|", "\\|").replace("\n", " ")
         lines.append(f"| {o.release} | {o.environment} | {o.kernel} | {o.mode} | {o.before}"
                      f" | {o.now} | {text} | {module} |"
-                     f" {resembles(error) if error else ''} |")
+                     f" {resembles(error) if error and o.now == 'fail' else ''} |")
     relaxed = sorted({r for o in outcomes for r in o.relaxed})
     if relaxed:
         lines += ["", "Pins replaced: " + ", ".join(f"`{r}`" for r in relaxed)]
@@ -368,7 +370,7 @@ def _stamp_matrix(context: Context) -> None:
     """The matrix data changed: its provenance and its page follow."""
     from tools.refresh.registry import by_name
 
-    for generator in by_name(["compatibility", "compatibility-page"]):
+    for generator in by_name(["compatibility", "compatibility-runtime", "compatibility-page"]):
         if generator.kind == "derived":
             generator.regenerate(context)
         else:
