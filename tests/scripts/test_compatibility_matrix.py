@@ -33,6 +33,7 @@ CI_SAMPLE = [("0.5.5", "pinned", "stock"), ("0.5.5", "pinned", "shims"),
              ("0.5.9", "newest5", "shims")]
 
 
+@pytest.mark.wheels
 def test_requirements_follow_the_srt_extra_and_leave_the_kernel_out(
         sglang_release: Callable[[str], Path]) -> None:
     # sglang 0.5.1 keeps its runtime under the srt extra (-> runtime_common): its METADATA
@@ -47,6 +48,7 @@ def test_requirements_follow_the_srt_extra_and_leave_the_kernel_out(
         assert left_out not in reqs
 
 
+@pytest.mark.wheels
 @pytest.mark.parametrize(("release", "expected"), [
     ("0.5.1", {"torch": "2.8.0", "transformers": "4.55.2", "kernel": "0.3.5",
                "kernel_dist": "sgl-kernel"}),
