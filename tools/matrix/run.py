@@ -49,12 +49,13 @@ from sglang_shims.kernels.surface import exports
 from sglang_shims.testing import standin, wheels
 from tests.support.programs import FAKE_CUDA, assemble
 from tests.support.run import ACTIVATE, REPO, SITE_PACKAGES, clean_env
+from tools.refresh import snapshot
 
 DATA = Path(__file__).with_name("compatibility.json")
 """Every run's full record; ``doctor`` ships the part it reads (``python -m tools.refresh
 compatibility-runtime``)."""
 PROBE = Path(__file__).with_name("probe.py")
-FIRST = Version("0.5.1")
+FIRST = Version("0.4.0")
 """The oldest release the matrix runs (the first on today's torch line); there is no
 newest: every release the index has from here on is in the matrix."""
 
@@ -94,6 +95,12 @@ RELAX: list[tuple[str, str, str, str]] = [
      "flashinfer-python 0.4.0 and 0.4.1 are published as source only, and their build needs"
      " apache-tvm-ffi 0.1.0b15, since deleted from PyPI: they cannot be installed today; the"
      " run installs 0.4.0rc3, the nearest flashinfer that still builds (sglang 0.5.3's pin)"),
+    (r"flashinfer was not found in the package registry", 'flashinfer; sys_platform == "never"',
+     "`flashinfer` left out",
+     "sglang 0.4.0-0.4.2.post1 require `flashinfer`, a name published only on flashinfer.ai's"
+     " own wheel index (one per torch and CUDA, none for today's torch), never on PyPI;"
+     " it is a GPU kernel library like the ones the kernel columns stand for, and these"
+     " releases import it only where a GPU backend is chosen, so the run leaves it out"),
     (r"pypi\.nvidia\.com/?\s+cuda-tile", 'cuda-tile; sys_platform == "never"',
      "`cuda-tile` left out",
      "cuda-tile (cuTile) is published on NVIDIA's index only (PyPI holds a placeholder that"
@@ -217,11 +224,12 @@ def overlay(release: str, root: Path, transformers: str | None,
         pins, relaxed, index = read_lock(lock)
         _install(work, index, here, pins)
     else:
-        relaxed, index = _resolve(work, root, here, transformers, upgrades)
+        cap = None if transformers or "transformers" in pins(root) else uploaded(release)
+        relaxed, index = _resolve(work, root, here, transformers, upgrades, cap)
         if record:
             LOCKS.mkdir(exist_ok=True)
             lock.write_text(render_lock(release, transformers, upgrades, work / "lock.txt",
-                                        relaxed, index), encoding="utf-8")
+                                        relaxed, index, cap), encoding="utf-8")
     (work / "relaxed.txt").write_text("".join(f"{r}\n" for r in relaxed), encoding="utf-8")
     (work / ".complete").write_text(release, encoding="utf-8")
     shutil.rmtree(dest, ignore_errors=True)
@@ -229,9 +237,23 @@ def overlay(release: str, root: Path, transformers: str | None,
     return dest
 
 
+def uploaded(release: str) -> str:
+    """The day ``release`` reached the index, from the recorded snapshot."""
+    day: str = snapshot.load()["projects"]["sglang"][release]["uploaded"]
+    return day
+
+
 def _resolve(work: Path, root: Path, here: dict[str, str], transformers: str | None,
-             upgrades: tuple[tuple[str, str], ...]) -> tuple[list[str], list[str]]:
-    """Resolve the release's requirements and install; (pins replaced, extra index)."""
+             upgrades: tuple[tuple[str, str], ...], cap: str | None = None
+             ) -> tuple[list[str], list[str]]:
+    """Resolve the release's requirements and install; (pins replaced, extra index).
+
+    ``cap``: the release's upload day, for a release that pins no transformers (up to
+    0.4.3.post2): its own column then gets the newest transformers the index had that day,
+    the one ``pip install`` gave its users, rather than one years newer (a transformers 5
+    under a release written for 4.4x), which is what the newest-5 column is for."""
+    limit = [] if cap is None else ["--exclude-newer-package",
+                                    f"transformers={_day_after(cap)}"]
     (work / "requirements.in").write_text(
         "".join(f"{r}\n" for r in requirements(root)), encoding="utf-8")
     overrides = [f"{name}=={here[name].split('+')[0]}" for name in KEPT if name in here]
@@ -244,7 +266,7 @@ def _resolve(work: Path, root: Path, here: dict[str, str], transformers: str | N
                                             encoding="utf-8")
         try:
             _uv("pip", "compile", "--python", sys.executable, "--quiet", "--no-header",
-                *index, "--override", work / "overrides.txt", work / "requirements.in",
+                *index, *limit, "--override", work / "overrides.txt", work / "requirements.in",
                 "-o", work / "lock.txt")
             _install(work, index, here, lock_pins(work / "lock.txt"))
             return relaxed, index
@@ -269,10 +291,17 @@ def lock_pins(path: Path) -> dict[str, str]:
     return wanted
 
 
+def _day_after(day: str) -> str:
+    """The day after ``day`` (uv's limit is exclusive; an upload that day counts)."""
+    return (datetime.date.fromisoformat(day) + datetime.timedelta(days=1)).isoformat()
+
+
 def render_lock(release: str, transformers: str | None, upgrades: tuple[tuple[str, str], ...],
-                resolved: Path, relaxed: list[str], index: list[str]) -> str:
+                resolved: Path, relaxed: list[str], index: list[str],
+                cap: str | None = None) -> str:
     """The recorded lock: a header saying what it is, then one pin per line."""
     what = f"transformers {transformers}" if transformers else "its own pins"
+    what += f" (no transformers pin: the newest on {cap})" if cap else ""
     what += "".join(f", {d} {v}" for d, v in upgrades)
     lines = [f"# sglang {release} on {what}: resolved by tools/matrix/run.py on"
              f" {datetime.date.today().isoformat()} (torch, torchvision, triton: the run's)"]
@@ -639,11 +668,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", type=Path, default=REPO,
                         help="checkout whose sglang_shims the cells run (e.g. a `git worktree`"
                         " of HEAD, so that edits in progress do not leak into the results)")
+    parser.add_argument("--flavours", default="pinned,newest5",
+                        help="'pinned' runs only the column of the release's own transformers"
+                        " and keeps the other as the last run recorded it")
     parser.add_argument("--modes", default="stock,shims",
                         help="'shims' reruns only the shims cells and keeps the stock cells"
                         " of the last run where it saw the same harness and environment")
     args = parser.parse_args(argv)
     modes = tuple(args.modes.split(","))
+    flavours = tuple(args.flavours.split(","))
     TREE[0] = args.tree.resolve()
     everything = releases()
     if args.releases == "spread":
@@ -665,7 +698,7 @@ def main(argv: list[str] | None = None) -> int:
             old = load(args.out)["releases"].get(release)
             entry = run_release(release, transformers5, Path(scratch), args.jobs,
                                 log=lambda line: print(line, flush=True), modes=modes,
-                                old=old)
+                                old=old, flavours=flavours)
             entry["date"] = datetime.date.today().isoformat()
             entry["versions"] = _versions() | {"transformers5": transformers5}
             data = load(args.out)  # read again: the file may have moved on meanwhile
