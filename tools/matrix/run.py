@@ -221,8 +221,8 @@ def overlay(release: str, root: Path, transformers: str | None,
     work.mkdir(parents=True)
     here = _installed()
     if locked:
-        pins, relaxed, index = read_lock(lock)
-        _install(work, index, here, pins)
+        wanted, relaxed, index = read_lock(lock)
+        _install(work, index, here, wanted)
     else:
         cap = None if transformers or "transformers" in pins(root) else uploaded(release)
         relaxed, index = _resolve(work, root, here, transformers, upgrades, cap)
