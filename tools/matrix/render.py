@@ -17,7 +17,7 @@ from typing import Any
 from sglang_shims.cli.doctor.checks.tested import tidy
 from tests.support.run import REPO
 
-from .run import DATA, RELAX, load, replacements
+from .run import DATA, RELAX, REMEDY, load, replacements
 
 MD = REPO / "docs" / "compatibility.md"
 SVG = REPO / "docs" / "compatibility.svg"
@@ -151,6 +151,7 @@ def markdown(data: dict[str, Any]) -> str:
               " today's torch or from the run machine, replaced for the run (the resolver's"
               " complaint decides):", ""]
     lines += [f"- {what}: {why}." for _complaint, _override, what, why in RELAX]
+    lines += [f"- {what} (a remedy): {why}." for _broken, _override, what, why in REMEDY]
     timed = [e["seconds"] for e in releases.values()
              if not all("env_error" in c for c in e["cells"])]  # an environment that
     if timed:  # failed to install ran no cell: its seconds say nothing about a run

@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -101,11 +102,34 @@ RELAX: list[tuple[str, str, str, str]] = [
      " own wheel index (one per torch and CUDA, none for today's torch), never on PyPI;"
      " it is a GPU kernel library like the ones the kernel columns stand for, and these"
      " releases import it only where a GPU backend is chosen, so the run leaves it out"),
+    (r"there is no version of xgrammar==0\.1\.1[456]\b", "xgrammar==0.1.17",
+     "`xgrammar==0.1.17`",
+     "xgrammar 0.1.14, 0.1.15 and 0.1.16 have been deleted from PyPI, so the pin cannot be"
+     " installed today by anyone; the run installs 0.1.17, the nearest release still"
+     " published"),
     (r"pypi\.nvidia\.com/?\s+cuda-tile", 'cuda-tile; sys_platform == "never"',
      "`cuda-tile` left out",
      "cuda-tile (cuTile) is published on NVIDIA's index only (PyPI holds a placeholder that"
      " fails to build) and that index cannot be reached from the run machine; no sglang"
      " module of these releases imports cuda.tile, so the run leaves it out"),
+]
+# What the resolver accepts and the environment cannot import, and the remedy the run applies
+# (recorded with the pins replaced): (the lock's pins break it, the override, the page's
+# words, why).  Only for breaks in no code of sglang's, where no shim can act.
+REMEDY: list[tuple[Callable[[dict[str, str]], bool], str, str, str]] = [
+    (lambda pins: Version(pins.get("numpy", "2")).major < 2
+     and Version(pins.get("pyarrow", "0")) >= Version("26"), "pyarrow<26", "`pyarrow<26`",
+     "pyarrow 26 needs NumPy 2 (apache/arrow PR 50769) without saying so in its metadata,"
+     " so the resolver pairs it with the numpy<2 that vllm and outlines of releases up to"
+     " 0.4.5 ask for, and `import pyarrow` (datasets, from outlines) fails in a compiled"
+     " module; the run installs the pyarrow before it, as a user must"),
+    (lambda pins: Version(pins.get("transformers", "5")) < Version("4.53")
+     and Version(pins.get("compressed-tensors", "0")) >= Version("0.13"),
+     "compressed-tensors<0.13", "`compressed-tensors<0.13`",
+     "compressed-tensors 0.13 and later import `transformers.masking_utils` (transformers"
+     " 4.53+) while their metadata admits transformers 4.45, so releases pinning an older"
+     " transformers get one that fails at import, inside compressed-tensors; the run"
+     " installs 0.12, the newest without that import, as a user must"),
 ]
 NVIDIA_INDEX = "https://pypi.nvidia.com"  # tried first for what only NVIDIA publishes
 KEPT = ("torch", "torchvision", "triton")  # overridden to this environment's versions
@@ -268,7 +292,13 @@ def _resolve(work: Path, root: Path, here: dict[str, str], transformers: str | N
             _uv("pip", "compile", "--python", sys.executable, "--quiet", "--no-header",
                 *index, *limit, "--override", work / "overrides.txt", work / "requirements.in",
                 "-o", work / "lock.txt")
-            _install(work, index, here, lock_pins(work / "lock.txt"))
+            wanted = lock_pins(work / "lock.txt")
+            more = [fix for broken, fix, _what, _why in REMEDY
+                    if broken(wanted) and fix not in relaxed]
+            if more:
+                relaxed += more
+                continue
+            _install(work, index, here, wanted)
             return relaxed, index
         except RuntimeError as exc:
             if NVIDIA_INDEX in str(exc) and not index and _reachable(NVIDIA_INDEX):
