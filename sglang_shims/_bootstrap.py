@@ -88,7 +88,7 @@ STAND_INS = frozenset({"sgl-kernel-triton-fallback"})
 # stand-in patch id -> (target, its version gates): checked by the finder
 # before it offers a module that is not installed (Watcher.admits)
 STAND_IN_GATES = {
-    "sgl-kernel-triton-fallback": ("sgl_kernel", (("sglang", ">=0.5.1,<0.5.24"), ("torch", ""))),
+    "sgl-kernel-triton-fallback": ("sgl_kernel", (("sglang", ">=0.4.1,<0.5.24"), ("torch", ""))),
 }
 # END GENERATED WATCH TABLE
 
