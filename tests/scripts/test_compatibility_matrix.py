@@ -79,6 +79,15 @@ TVM_FFI_REMOVED = (  # sglang 0.5.3.post1: flashinfer-python 0.4.0's pin, gone f
     " there is no version of apache-tvm-ffi==0.1.0b15 and flashinfer-python==0.4.0 depends on"
     " apache-tvm-ffi==0.1.0b15, we can conclude that flashinfer-python==0.4.0 cannot be used.")
 
+# sglang 0.4.0 (`flashinfer`, published on flashinfer.ai's index only) and 0.4.4.post1
+# (xgrammar 0.1.15, deleted from PyPI), as uv words them in the 2026-12-05 run.
+FLASHINFER_OWN_INDEX = (
+    "cause: Because flashinfer was not found in the package registry and you require"
+    " flashinfer>=0.1.6, we can conclude that your requirements are unsatisfiable.")
+XGRAMMAR_DELETED = (
+    "cause: Because there is no version of xgrammar==0.1.15 and you require"
+    " xgrammar==0.1.15, we can conclude that your requirements are unsatisfiable.")
+
 
 # transformers 5.25.0 (2026-12-01) against sglang's own pins, as uv words it for sglang
 # 0.5.17 and 0.5.13, and for 0.5.23 (its tokenizers pin outgrown by 5.25.0's hub).
@@ -104,6 +113,9 @@ HUB_CONFLICT = (
     (TOKENIZERS_CONFLICT, [], ["tokenizers>=0.23.1,<0.24.0"]),
     (CUDA_TILE_PLACEHOLDER, [], ['cuda-tile; sys_platform == "never"']),
     (TVM_FFI_REMOVED, [], ["flashinfer-python==0.4.0rc3"]),
+    (FLASHINFER_OWN_INDEX, [], ['flashinfer; sys_platform == "never"']),
+    (XGRAMMAR_DELETED, [], ["xgrammar==0.1.17"]),
+    (XGRAMMAR_DELETED.replace("0.1.15", "0.1.18"), [], []),  # a published one is no match
     (CUDA_TILE_PLACEHOLDER, ['cuda-tile; sys_platform == "never"'], []),  # no endless retry
     ("uv pip compile: error: No solution found: you require numpy==1.0 and numpy==2.0", [],
      []),  # an unknown conflict stays an environment error
@@ -111,6 +123,30 @@ HUB_CONFLICT = (
 def test_pins_replaced_answer_the_resolver(error: str, done: list[str],
                                            expected: list[str]) -> None:
     assert run.replacements(error, done) == expected
+
+
+@pytest.mark.parametrize(("pins", "expected"), [
+    ({"numpy": "1.26.4", "pyarrow": "26.0.1", "transformers": "4.46.3"}, ["pyarrow<26"]),
+    ({"numpy": "2.4.6", "pyarrow": "26.0.1", "transformers": "4.46.3"}, []),
+    ({"numpy": "1.26.4", "pyarrow": "25.0.1"}, []),
+    ({"transformers": "4.51.1", "compressed-tensors": "0.20.1"}, ["compressed-tensors<0.13"]),
+    ({"transformers": "4.53.0", "compressed-tensors": "0.20.1"}, []),
+    ({"transformers": "4.51.1", "compressed-tensors": "0.12.2"}, []),
+    ({"transformers": "4.51.1"}, []),  # no compressed-tensors at all
+])
+def test_remedies_follow_the_lock(pins: dict[str, str], expected: list[str]) -> None:
+    """A remedy is applied exactly where the resolved pins hold the break it answers."""
+    assert [fix for broken, fix, _w, _y in run.REMEDY if broken(pins)] == expected
+
+
+def test_an_unpinned_transformers_is_taken_as_of_the_release_day(
+        sglang_release: Callable[[str], Path]) -> None:
+    """0.4.0 names no transformers: its own column is limited to what the index had on
+    its upload day (uv's limit is exclusive, so the day after); 0.4.4.post1 pins one."""
+    assert "transformers" not in run.pins(sglang_release("0.4.0"))
+    assert run.uploaded("0.4.0") == "2024-12-03"
+    assert run._day_after("2024-12-31") == "2025-01-01"
+    assert run.pins(sglang_release("0.4.4.post1"))["transformers"] == "4.48.3"
 
 
 def test_page_says_a_left_out_package_in_words() -> None:
