@@ -28,8 +28,12 @@ from ..support.stacks import locked_overlay
 # 0.5.5 stock (fails: the kernel is missing) and with the shims (the fallback serves the
 # model: graph and model check pass); 0.5.9 on the newest transformers 5 with the shims
 # (the tf5 patches whose range ends at 0.5.9, the last pure-Python release before the
-# kernel rename).  Small overlays (< 0.4 GB each); about 1.5 min of CPU on 2 cores.
-CI_SAMPLE = [("0.5.5", "pinned", "stock"), ("0.5.5", "pinned", "shims"),
+# kernel rename); 0.4.6.post5, the 0.4 release reinforcement-learning frameworks pin, stock
+# (triton's removed cache helpers) and with the shims (those helpers, and the fallback
+# standing in for a kernel two torch lines older: the graph imports, the model harness
+# sets up 0.5.x only).  Small overlays (< 0.5 GB each); about 3 min of CPU on 2 cores.
+CI_SAMPLE = [("0.4.6.post5", "pinned", "stock"), ("0.4.6.post5", "pinned", "shims"),
+             ("0.5.5", "pinned", "stock"), ("0.5.5", "pinned", "shims"),
              ("0.5.9", "newest5", "shims")]
 
 

@@ -151,11 +151,11 @@ def setup():
     torch.cuda.Stream = _Stream
     torch.cuda.current_stream = lambda *a, **k: _Stream()
     torch.cuda.stream = lambda s=None: contextlib.nullcontext()
-    try:
-        from sglang.srt.distributed import parallel_state as ps
-        from sglang.srt.layers import dp_attention
-    except ImportError as exc:  # before 0.4.1.post7: no dp_attention
-        raise HarnessError(f"the harness sets up 0.4.1+: {_first_line(exc)}") from exc
+    if not in_release("sglang.srt.layers.dp_attention"):  # before 0.4.1.post7
+        raise HarnessError("no sglang.srt.layers.dp_attention in this release: the harness"
+                           " sets up the distributed state of 0.4.1.post7 and later")
+    from sglang.srt.distributed import parallel_state as ps
+    from sglang.srt.layers import dp_attention
     try:
         SERVER_ARGS.append(server_args())
     except TypeError as exc:  # 0.5.23: ServerArgs has its own __new__
