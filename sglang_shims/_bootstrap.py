@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 # patch id -> the module whose import triggers it
 TARGETS = {
     "alloc-conf-env-mirror": "sglang",
+    "deep-gemm-standin": "deep_gemm",
     "deepgemm-compile-mode-missing": "sglang.srt.layers.deep_gemm_wrapper.compile_utils",
     "file-uri-media": "sglang.srt.utils",
     "flashinfer-jit-norm-fallback": "sglang.srt.layers.layernorm",
@@ -84,10 +85,11 @@ OFF_BY_DEFAULT = frozenset({"gemma-norm-fp32-plus-one"})
 # policy = "required": a failure stops the import
 REQUIRED: frozenset[str] = frozenset()
 # may stand in for their whole target module
-STAND_INS = frozenset({"sgl-kernel-triton-fallback"})
+STAND_INS = frozenset({"deep-gemm-standin", "sgl-kernel-triton-fallback"})
 # stand-in patch id -> (target, its version gates): checked by the finder
 # before it offers a module that is not installed (Watcher.admits)
 STAND_IN_GATES = {
+    "deep-gemm-standin": ("deep_gemm", (("sglang", ">=0.4.4,<0.4.6.post5"),)),
     "sgl-kernel-triton-fallback": ("sgl_kernel", (("sglang", ">=0.4.1,<0.5.24"), ("torch", ""))),
 }
 # END GENERATED WATCH TABLE
