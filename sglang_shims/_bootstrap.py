@@ -40,6 +40,7 @@ TARGETS = {
     "deep-gemm-standin": "deep_gemm",
     "deepgemm-compile-mode-missing": "sglang.srt.layers.deep_gemm_wrapper.compile_utils",
     "file-uri-media": "sglang.srt.utils",
+    "flashinfer-availability-unchecked": "sglang.srt.utils",
     "flashinfer-jit-norm-fallback": "sglang.srt.layers.layernorm",
     "gemma-norm-fp32-plus-one": "sglang.srt.models.gemma",
     "gemma3-rope-factor-missing": "sglang.srt.models.gemma3_causal",
@@ -78,6 +79,7 @@ TARGETS = {
     "torch-amx-probe-removed": "sglang.srt.utils",
     "triton-cache-helpers-removed": "sglang.srt.utils",
     "triton-ptxas-blackwell": "sglang",
+    "vllm-triton-cache-helpers-removed": "vllm.triton_utils.custom_cache_manager",
     "xgrammar-ffi-int-token-ids": "sglang.srt.constrained.xgrammar_backend",
 }
 # on only when a toggle turns them on

@@ -116,8 +116,20 @@ RELAX: list[tuple[str, str, str, str]] = [
 # What the resolver accepts and the environment cannot import, and the remedy the run applies
 # (recorded with the pins replaced): (the lock's pins break it, the override, the page's
 # words, why).  Only for breaks in no code of sglang's, where no shim can act.
+def _pyextensiontype(pins: dict[str, str]) -> bool:
+    """datasets < 2.14.7 subclasses pa.PyExtensionType, which pyarrow 21 removed."""
+    return "datasets" in pins and Version(pins["datasets"]) < Version("2.14.7") and \
+        Version(pins.get("pyarrow", "0")) >= Version("21")
+
+
 REMEDY: list[tuple[Callable[[dict[str, str]], bool], str, str, str]] = [
-    (lambda pins: Version(pins.get("numpy", "2")).major < 2
+    (_pyextensiontype, "pyarrow<21", "`pyarrow<21`",
+     "datasets before 2.14.7 subclasses `pa.PyExtensionType` in `datasets/features` at"
+     " import, and pyarrow 21 removed it (both read from their wheels), while datasets'"
+     " metadata admits any pyarrow; outlines 0.0.x imports datasets, so the release's"
+     " runtime fails inside datasets; the run installs the pyarrow before it, as a user"
+     " must"),
+    (lambda pins: Version(pins.get("numpy", "2")).major < 2 and not _pyextensiontype(pins)
      and Version(pins.get("pyarrow", "0")) >= Version("26"), "pyarrow<26", "`pyarrow<26`",
      "pyarrow 26 needs NumPy 2 (apache/arrow PR 50769) without saying so in its metadata,"
      " so the resolver pairs it with the numpy<2 that vllm and outlines of releases up to"
