@@ -210,26 +210,30 @@ CAUSES = [
      " outside the fallback's range on the commit of the run (the commit is listed)."),
     (r"No module named 'deep_gemm'", SHIM_GAP,
      "sglang 0.4.4-0.4.6.post4 import `deep_gemm` at module level on CUDA without a guard"
-     " (`layers/quantization/fp8_kernel.py`, later `quantization/deep_gemm.py`, read from the"
-     " wheels); the package came inside their sgl-kernel wheels, so with no usable kernel it"
-     " is missing too. Not shimmed yet: the fallback stands in for `sgl_kernel` only; a"
-     " stand-in `deep_gemm` whose functions raise when called (as the fallback's unserved"
-     " kernel names do) would let the graph import."),
+     " (read from the wheels); the package came inside their sgl-kernel wheels."
+     " `deep-gemm-standin` stands in for it; a cell that still shows this was run on a"
+     " commit before it (the commit is listed)."),
     (r"cannot import name 'QUANTIZATION_METHODS' from partially initialized module 'vllm",
      SHIM_GAP,
-     "sglang 0.4.0 (the releases up to 0.4.4.post1 require vllm; the others were not traced)"
-     " imports vllm from `hf_transformers_utils` before `sglang.srt.utils`; vllm 0.6.4's own"
+     "sglang 0.4.0 imports vllm before `sglang.srt.utils`, and vllm 0.5.2-0.8.0's"
      " `triton_utils/custom_cache_manager.py` imports the triton cache helpers triton 3.4"
-     " removed, and that error surfaces as vllm's circular import."
-     " `triton-cache-helpers-removed` puts the helpers back before `sglang.srt.utils`, too"
-     " late here. Not shimmed yet: the same helpers supplied before vllm's module"
-     " (a patch on `vllm.triton_utils.custom_cache_manager`) would close it."),
+     " removed (surfacing as vllm's circular import). `vllm-triton-cache-helpers-removed`"
+     " puts them back before vllm's module; a cell that still shows this was run on a"
+     " commit before it (the commit is listed)."),
     (r"No module named 'flashinfer'", SHIM_GAP,
-     "sglang 0.4.0-0.4.1.post7 import flashinfer's norms and activations at module level"
-     " whenever CUDA is there (`is_flashinfer_available()` asks only for CUDA); the"
-     " flashinfer they name is published on flashinfer.ai's own index per torch, none for"
-     " today's torch. Not shimmed yet: answering `is_flashinfer_available()` from whether"
-     " flashinfer can be imported would send them to their vllm/PyTorch paths."),
+     "sglang 0.3.3-0.4.5 import flashinfer's norms and activations at module level whenever"
+     " CUDA is there (`is_flashinfer_available()` asks only for CUDA); the flashinfer"
+     " 0.4.0-0.4.2.post1 name is published on flashinfer.ai's own index only, none for"
+     " today's torch. `flashinfer-availability-unchecked` answers from whether flashinfer"
+     " imports; a cell that still shows this was run on a commit before it (the commit is"
+     " listed)."),
+    (r"No module named 'pyairports'", "Cannot be installed today",
+     "outlines 0.0.44-0.0.46 (the outlines<0.1.0 of sglang 0.4.0-0.4.2.post1) import"
+     " `pyairports.airports` when `outlines` is imported. pyairports' own releases are gone"
+     " from PyPI; the name now holds one unrelated 0.0.1 upload (2025-09-25: a `byted-wandb`"
+     " script, no `pyairports` module), which the matrix leaves out. Not shimmed: a"
+     " stand-in `outlines.types.airports` whose airport-code type raises when used would let"
+     " the rest of outlines import, a patch still to write."),
     (r"ServerArgs without __post_init__: TypeError: object\.__new__", HARNESS,
      "sglang 0.5.20+ define ServerArgs as a msgspec Struct, which the probe could not build"
      " before commit 2f9bcf5 (no model check ran; the graph verdict stands)."),

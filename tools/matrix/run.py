@@ -65,9 +65,11 @@ newest: every release the index has from here on is in the matrix."""
 # useless on CPU, torch/torchvision/triton are today's (the skew under test), torchaudio
 # has no release for today's torch, and sglang is the unpacked wheel itself.
 # flashinfer-python itself is installed: some releases import it at module level.
+# pyairports: its project's releases are gone from PyPI and the name now holds one unrelated
+# upload (0.0.1, 2025-09-25: a `byted-wandb` script, no `pyairports` module): never install it.
 LEFT_OUT = frozenset(canonicalize_name(n) for n in (
     "sglang", "sgl-kernel", "sglang-kernel", "flashinfer-cubin", "flashinfer-jit-cache",
-    "torch", "torchvision", "torchaudio", "triton"))
+    "torch", "torchvision", "torchaudio", "triton", "pyairports"))
 # Pins of a release that cannot be installed beside today's torch or from this machine, and
 # what the matrix installs instead: (the resolver's complaint, the override uv gets -- ``\1``
 # is taken from the complaint --, the page's words for it, why).  Recorded per release as
