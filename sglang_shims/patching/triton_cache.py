@@ -36,7 +36,7 @@ def _triton_home() -> Path:
 def _resolve(helper: str) -> str:
     knob, folder = HELPERS[helper]
     try:
-        from triton import knobs
+        from triton import knobs  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         value = getattr(knobs.cache, knob)
     except (ImportError, AttributeError):
@@ -75,7 +75,7 @@ SUBSTITUTES = {helper.__name__: helper for helper in (
 def supply(ctx: PatchContext) -> None:
     """Put the missing helpers on ``triton.runtime.cache``; retire the patch when none is
     missing (a triton that still defines them, or another patch that already acted)."""
-    from triton.runtime import cache
+    from triton.runtime import cache  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     missing = [name for name in SUBSTITUTES if name not in vars(cache)]
     if not missing:
@@ -86,7 +86,7 @@ def supply(ctx: PatchContext) -> None:
         ctx.retire("triton.runtime.cache defines default_cache_dir, default_dump_dir and"
                    " default_override_dir")
     try:
-        from triton import knobs
+        from triton import knobs  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         source = "triton.knobs.cache" if hasattr(knobs, "cache") else None
     except ImportError:
