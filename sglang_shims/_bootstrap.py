@@ -46,6 +46,7 @@ TARGETS = {
     "gemma3-rope-factor-missing": "sglang.srt.models.gemma3_causal",
     "kernels-revision-required": "kernels",
     "outlines-json-schema-moved": "sglang.srt.constrained.outlines_backend",
+    "outlines-pyairports-removed": "outlines.types.airports",
     "output-ids-prompt-tail": "sglang.srt.managers.detokenizer_manager",
     "sgl-kernel-cuda-runtime-preload": "sgl_kernel",
     "sgl-kernel-dist-renamed": "sglang.srt.entrypoints.engine",
@@ -87,11 +88,16 @@ OFF_BY_DEFAULT = frozenset({"gemma-norm-fp32-plus-one"})
 # policy = "required": a failure stops the import
 REQUIRED: frozenset[str] = frozenset()
 # may stand in for their whole target module
-STAND_INS = frozenset({"deep-gemm-standin", "sgl-kernel-triton-fallback"})
+STAND_INS = frozenset({
+    "deep-gemm-standin",
+    "outlines-pyairports-removed",
+    "sgl-kernel-triton-fallback",
+})
 # stand-in patch id -> (target, its version gates): checked by the finder
 # before it offers a module that is not installed (Watcher.admits)
 STAND_IN_GATES = {
     "deep-gemm-standin": ("deep_gemm", (("sglang", ">=0.4.4,<0.4.6.post5"),)),
+    "outlines-pyairports-removed": ("outlines.types.airports", (("sglang", "<0.4.2.post4"), ("outlines", ">=0.0.43,<0.1.0"))),
     "sgl-kernel-triton-fallback": ("sgl_kernel", (("sglang", ">=0.4.1,<0.5.24"), ("torch", ""))),
 }
 # END GENERATED WATCH TABLE
