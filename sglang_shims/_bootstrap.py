@@ -97,7 +97,10 @@ STAND_INS = frozenset({
 # before it offers a module that is not installed (Watcher.admits)
 STAND_IN_GATES = {
     "deep-gemm-standin": ("deep_gemm", (("sglang", ">=0.4.4,<0.4.6.post5"),)),
-    "outlines-pyairports-removed": ("outlines.types.airports", (("sglang", "<0.4.2.post4"), ("outlines", ">=0.0.43,<0.1.0"))),
+    "outlines-pyairports-removed": ("outlines.types.airports", (
+        ("sglang", "<0.4.2.post4"),
+        ("outlines", ">=0.0.43,<0.1.0"),
+    )),
     "sgl-kernel-triton-fallback": ("sgl_kernel", (("sglang", ">=0.4.1,<0.5.24"), ("torch", ""))),
 }
 # END GENERATED WATCH TABLE
