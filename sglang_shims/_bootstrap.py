@@ -44,6 +44,7 @@ TARGETS = {
     "flashinfer-jit-norm-fallback": "sglang.srt.layers.layernorm",
     "gemma-norm-fp32-plus-one": "sglang.srt.models.gemma",
     "gemma3-rope-factor-missing": "sglang.srt.models.gemma3_causal",
+    "hf3fs-client-source-missing": "sglang.srt.mem_cache.storage.hf3fs.client_hf3fs",
     "kernels-revision-required": "kernels",
     "outlines-json-schema-moved": "sglang.srt.constrained.outlines_backend",
     "outlines-pyairports-removed": "outlines.types.airports",
@@ -90,6 +91,7 @@ REQUIRED: frozenset[str] = frozenset()
 # may stand in for their whole target module
 STAND_INS = frozenset({
     "deep-gemm-standin",
+    "hf3fs-client-source-missing",
     "outlines-pyairports-removed",
     "sgl-kernel-triton-fallback",
 })
@@ -97,6 +99,9 @@ STAND_INS = frozenset({
 # before it offers a module that is not installed (Watcher.admits)
 STAND_IN_GATES = {
     "deep-gemm-standin": ("deep_gemm", (("sglang", ">=0.4.4,<0.4.6.post5"),)),
+    "hf3fs-client-source-missing": ("sglang.srt.mem_cache.storage.hf3fs.client_hf3fs", (
+        ("sglang", ">=0.4.10,<0.4.10.post2"),
+    )),
     "outlines-pyairports-removed": ("outlines.types.airports", (
         ("sglang", "<0.4.2.post4"),
         ("outlines", ">=0.0.43,<0.1.0"),
