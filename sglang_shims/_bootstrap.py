@@ -37,13 +37,17 @@ if TYPE_CHECKING:
 # patch id -> the module whose import triggers it
 TARGETS = {
     "alloc-conf-env-mirror": "sglang",
+    "deep-gemm-standin": "deep_gemm",
     "deepgemm-compile-mode-missing": "sglang.srt.layers.deep_gemm_wrapper.compile_utils",
     "file-uri-media": "sglang.srt.utils",
+    "flashinfer-availability-unchecked": "sglang.srt.utils",
     "flashinfer-jit-norm-fallback": "sglang.srt.layers.layernorm",
     "gemma-norm-fp32-plus-one": "sglang.srt.models.gemma",
     "gemma3-rope-factor-missing": "sglang.srt.models.gemma3_causal",
+    "hf3fs-client-source-missing": "sglang.srt.mem_cache.storage.hf3fs.client_hf3fs",
     "kernels-revision-required": "kernels",
     "outlines-json-schema-moved": "sglang.srt.constrained.outlines_backend",
+    "outlines-pyairports-removed": "outlines.types.airports",
     "output-ids-prompt-tail": "sglang.srt.managers.detokenizer_manager",
     "sgl-kernel-cuda-runtime-preload": "sgl_kernel",
     "sgl-kernel-dist-renamed": "sglang.srt.entrypoints.engine",
@@ -77,6 +81,7 @@ TARGETS = {
     "torch-amx-probe-removed": "sglang.srt.utils",
     "triton-cache-helpers-removed": "sglang.srt.utils",
     "triton-ptxas-blackwell": "sglang",
+    "vllm-triton-cache-helpers-removed": "vllm.triton_utils.custom_cache_manager",
     "xgrammar-ffi-int-token-ids": "sglang.srt.constrained.xgrammar_backend",
 }
 # on only when a toggle turns them on
@@ -84,11 +89,24 @@ OFF_BY_DEFAULT = frozenset({"gemma-norm-fp32-plus-one"})
 # policy = "required": a failure stops the import
 REQUIRED: frozenset[str] = frozenset()
 # may stand in for their whole target module
-STAND_INS = frozenset({"sgl-kernel-triton-fallback"})
+STAND_INS = frozenset({
+    "deep-gemm-standin",
+    "hf3fs-client-source-missing",
+    "outlines-pyairports-removed",
+    "sgl-kernel-triton-fallback",
+})
 # stand-in patch id -> (target, its version gates): checked by the finder
 # before it offers a module that is not installed (Watcher.admits)
 STAND_IN_GATES = {
-    "sgl-kernel-triton-fallback": ("sgl_kernel", (("sglang", ">=0.5.1,<0.5.24"), ("torch", ""))),
+    "deep-gemm-standin": ("deep_gemm", (("sglang", ">=0.4.4,<0.4.6.post5"),)),
+    "hf3fs-client-source-missing": ("sglang.srt.mem_cache.storage.hf3fs.client_hf3fs", (
+        ("sglang", ">=0.4.10,<0.4.10.post2"),
+    )),
+    "outlines-pyairports-removed": ("outlines.types.airports", (
+        ("sglang", "<0.4.2.post4"),
+        ("outlines", ">=0.0.43,<0.1.0"),
+    )),
+    "sgl-kernel-triton-fallback": ("sgl_kernel", (("sglang", ">=0.4.1,<0.5.24"), ("torch", ""))),
 }
 # END GENERATED WATCH TABLE
 

@@ -62,7 +62,7 @@ else:
 
 # BEGIN GENERATED ROOTS
 # the top-level packages that hold a built-in patch's target
-ROOTS = ("kernels", "sgl_kernel", "sglang", "transformers")
+ROOTS = ("deep_gemm", "kernels", "outlines", "sgl_kernel", "sglang", "transformers", "vllm")
 # END GENERATED ROOTS
 
 OFF = ("0", "false", "off", "no")

@@ -94,7 +94,12 @@ def render_table(catalog: _catalog.Catalog) -> str:
     for m in builtin:
         if m.when == "instead":
             gates = tuple((" | ".join(g.dists), g.spec) for g in m.requires)
-            lines.append(f"    {m.id!r}: {(m.target, gates)!r},\n".replace("'", '"'))
+            line = f"    {m.id!r}: {(m.target, gates)!r},\n".replace("'", '"')
+            if len(line) > 100:  # the repository's line length: one gate a line
+                line = (f"    {m.id!r}: ({m.target!r}, (\n".replace("'", '"')
+                        + "".join(f"        {g!r},\n".replace("'", '"') for g in gates)
+                        + "    )),\n")
+            lines.append(line)
     lines += ["}\n", END]
     return "".join(lines)
 

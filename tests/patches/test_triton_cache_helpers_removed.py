@@ -106,7 +106,7 @@ def test_helpers_answer_from_the_knobs(tmp_path: Path, release049: Path) -> None
     assert data["state"] == "applied", data["reason"]
     assert data["dirs"] == [str(tmp_path / "th" / ".triton" / "cache"), str(tmp_path / "dumps"),
                             str(tmp_path / "th" / ".triton" / "override")]
-    assert data["module"] == "sglang_shims.patches.triton_cache_helpers_removed"
+    assert data["module"] == "sglang_shims.patching.triton_cache"
     assert data["changes"] == [f"setattr triton.runtime.cache.{name}" for name in
                                ("default_cache_dir", "default_dump_dir", "default_override_dir")]
     assert "triton 3.4.0 in >=3.4" in str(data["reason"])

@@ -28,8 +28,16 @@ from ..support.stacks import locked_overlay
 # 0.5.5 stock (fails: the kernel is missing) and with the shims (the fallback serves the
 # model: graph and model check pass); 0.5.9 on the newest transformers 5 with the shims
 # (the tf5 patches whose range ends at 0.5.9, the last pure-Python release before the
-# kernel rename).  Small overlays (< 0.4 GB each); about 1.5 min of CPU on 2 cores.
-CI_SAMPLE = [("0.5.5", "pinned", "stock"), ("0.5.5", "pinned", "shims"),
+# kernel rename); 0.4.6.post5, the 0.4 release reinforcement-learning frameworks pin, stock
+# (triton's removed cache helpers) and with the shims (those helpers, and the fallback
+# standing in for a kernel two torch lines older: the graph imports, the model harness
+# sets up 0.5.x only); with the shims 0.4.0 (vllm's and sglang's triton helpers, the
+# flashinfer check, outlines' airports from airportsdata; no kernel) and 0.4.4.post1 (the
+# deep_gemm stand-in beside the fallback), both pinned by such frameworks.  Small overlays
+# (< 0.6 GB each); about 6 min of CPU on 2 cores.
+CI_SAMPLE = [("0.4.0", "pinned", "shims"), ("0.4.4.post1", "pinned", "shims"),
+             ("0.4.6.post5", "pinned", "stock"), ("0.4.6.post5", "pinned", "shims"),
+             ("0.5.5", "pinned", "stock"), ("0.5.5", "pinned", "shims"),
              ("0.5.9", "newest5", "shims")]
 
 
@@ -81,6 +89,15 @@ TVM_FFI_REMOVED = (  # sglang 0.5.3.post1: flashinfer-python 0.4.0's pin, gone f
     " there is no version of apache-tvm-ffi==0.1.0b15 and flashinfer-python==0.4.0 depends on"
     " apache-tvm-ffi==0.1.0b15, we can conclude that flashinfer-python==0.4.0 cannot be used.")
 
+# sglang 0.4.0 (`flashinfer`, published on flashinfer.ai's index only) and 0.4.4.post1
+# (xgrammar 0.1.15, deleted from PyPI), as uv words them in the 2026-12-05 run.
+FLASHINFER_OWN_INDEX = (
+    "cause: Because flashinfer was not found in the package registry and you require"
+    " flashinfer>=0.1.6, we can conclude that your requirements are unsatisfiable.")
+XGRAMMAR_DELETED = (
+    "cause: Because there is no version of xgrammar==0.1.15 and you require"
+    " xgrammar==0.1.15, we can conclude that your requirements are unsatisfiable.")
+
 
 # transformers 5.25.0 (2026-12-01) against sglang's own pins, as uv words it for sglang
 # 0.5.17 and 0.5.13, and for 0.5.23 (its tokenizers pin outgrown by 5.25.0's hub).
@@ -106,6 +123,9 @@ HUB_CONFLICT = (
     (TOKENIZERS_CONFLICT, [], ["tokenizers>=0.23.1,<0.24.0"]),
     (CUDA_TILE_PLACEHOLDER, [], ['cuda-tile; sys_platform == "never"']),
     (TVM_FFI_REMOVED, [], ["flashinfer-python==0.4.0rc3"]),
+    (FLASHINFER_OWN_INDEX, [], ['flashinfer; sys_platform == "never"']),
+    (XGRAMMAR_DELETED, [], ["xgrammar==0.1.17"]),
+    (XGRAMMAR_DELETED.replace("0.1.15", "0.1.18"), [], []),  # a published one is no match
     (CUDA_TILE_PLACEHOLDER, ['cuda-tile; sys_platform == "never"'], []),  # no endless retry
     ("uv pip compile: error: No solution found: you require numpy==1.0 and numpy==2.0", [],
      []),  # an unknown conflict stays an environment error
@@ -113,6 +133,36 @@ HUB_CONFLICT = (
 def test_pins_replaced_answer_the_resolver(error: str, done: list[str],
                                            expected: list[str]) -> None:
     assert run.replacements(error, done) == expected
+
+
+@pytest.mark.parametrize(("pins", "expected"), [
+    ({"numpy": "1.26.4", "pyarrow": "26.0.1", "transformers": "4.46.3"}, ["pyarrow<26"]),
+    ({"numpy": "2.4.6", "pyarrow": "26.0.1", "transformers": "4.46.3"}, []),
+    ({"numpy": "1.26.4", "pyarrow": "25.0.1"}, []),
+    # sglang 0.4.0's lock: datasets 2.14.4 (outlines 0.0.46) needs a pyarrow before 21,
+    # which answers the numpy 1 break too
+    ({"numpy": "1.26.4", "pyarrow": "26.0.1", "datasets": "2.14.4"}, ["pyarrow<21"]),
+    ({"numpy": "1.26.4", "pyarrow": "25.0.1", "datasets": "2.14.4"}, ["pyarrow<21"]),
+    ({"numpy": "1.26.4", "pyarrow": "20.0.0", "datasets": "2.14.4"}, []),
+    ({"numpy": "1.26.4", "pyarrow": "25.0.1", "datasets": "2.14.7"}, []),
+    ({"transformers": "4.51.1", "compressed-tensors": "0.20.1"}, ["compressed-tensors<0.13"]),
+    ({"transformers": "4.53.0", "compressed-tensors": "0.20.1"}, []),
+    ({"transformers": "4.51.1", "compressed-tensors": "0.12.2"}, []),
+    ({"transformers": "4.51.1"}, []),  # no compressed-tensors at all
+])
+def test_remedies_follow_the_lock(pins: dict[str, str], expected: list[str]) -> None:
+    """A remedy is applied exactly where the resolved pins hold the break it answers."""
+    assert [fix for broken, fix, _w, _y in run.REMEDY if broken(pins)] == expected
+
+
+def test_an_unpinned_transformers_is_taken_as_of_the_release_day(
+        sglang_release: Callable[[str], Path]) -> None:
+    """0.4.0 names no transformers: its own column is limited to what the index had on
+    its upload day (uv's limit is exclusive, so the day after); 0.4.4.post1 pins one."""
+    assert "transformers" not in run.pins(sglang_release("0.4.0"))
+    assert run.uploaded("0.4.0") == "2024-12-03"
+    assert run._day_after("2024-12-31") == "2025-01-01"
+    assert run.pins(sglang_release("0.4.4.post1"))["transformers"] == "4.48.3"
 
 
 def test_page_says_a_left_out_package_in_words() -> None:
@@ -340,7 +390,8 @@ def test_ci_sample(release: str, flavour: str, mode: str, sample_data: dict[str,
     assert render.verdict(cell) == recorded, json.dumps(cell, indent=1)[-3000:]
     if mode == "shims":
         assert recorded != "fail"
-        assert "sgl-kernel-triton-fallback" in cell["acted"]
+        if entry["kernels"]["pinned"]:  # 0.4.0 has no kernel to stand in for
+            assert "sgl-kernel-triton-fallback" in cell["acted"]
     else:
         assert recorded == "fail"
 

@@ -34,7 +34,7 @@ from sglang_shims.catalog import load as _catalog
 from sglang_shims.catalog.manifest import Manifest
 from sglang_shims.engine.gates import Environment
 from sglang_shims.engine.judge import assess
-from sglang_shims.testing import standin
+from sglang_shims.testing import standin, wheel_members, wheels
 from tools.refresh import release_index
 
 from ..support.releases import RELEASES, WHEEL_SAMPLE, sample_inside
@@ -73,11 +73,18 @@ def test_every_range_admits_a_published_release() -> None:
 # or patches whose range is not decided by sglang's source: [(releases, why)].  Each entry
 # restates the manifest's [range] note; "*" covers every release.
 EXCEPTIONS: dict[str, list[tuple[str, str]]] = {
+    "outlines-pyairports-removed": [(
+        "*", "the fingerprint is on outlines; sglang is every release whose runtime requires "
+        "outlines<0.1.0 (read from their metadata: all before 0.4.2.post4)")],
     "outlines-json-schema-moved": [
         (">=0.3.5.post1,<0.4.0", "the same backend imports outlines.fsm.regex (removed in "
          "outlines 0.1.0) without a fallback, so it fails there first"),
         (">=0.4.2.post4", "the import is inside try/except ImportError that falls back to "
          "outlines_core, which works stock")],
+    "deep-gemm-standin": [(
+        ">=0.4.6.post5", "0.4.6.post5 and 0.4.7 put the same import inside try/except "
+        "ImportError and turn JIT DeepGEMM off themselves (the retire rule); the anchor is "
+        "still there")],
     "kernels-revision-required": [(
         "*", "the bug is in the kernels and transformers wheels; no sglang fingerprint")],
     "sgl-kernel-missing-symbols": [(
@@ -106,6 +113,9 @@ EXCEPTIONS: dict[str, list[tuple[str, str]]] = {
          "transformers 5 (manifest: 0.4.0 is the oldest release in the matrix)"),
         (">=0.5.10", "0.5.10 on read RoPE through get_rope_config (the retire rule); llama.py "
          "keeps the getattr as a fallback")],
+    "vllm-triton-cache-helpers-removed": [(
+        "*", "the fingerprint is on vllm; sglang is every release that requires vllm "
+        "(read from their metadata: all before 0.4.4.post2)")],
     "torch-amx-probe-removed": [(
         ">=0.5.2rc0,<0.5.4", "0.5.2rc0-0.5.3rc0 still name the probe, inside a module-level "
         "try/except that survives its removal")],
@@ -150,6 +160,23 @@ def test_index_agrees_with_the_wheels(version: str, sglang_release: Callable[[st
     assert found == recorded, "run: python -m tools.refresh release-index"
 
 
+READ_IN_PART = frozenset({"vllm"})
+"""Wheels too large to download whole for one module (vllm: ~200 MB): only the files the
+patch fingerprints are read from them, by range requests (:mod:`sglang_shims.testing.
+wheel_members`)."""
+
+
+def fingerprinted_files(manifest: Manifest, dist: str, version: str) -> Path:
+    root = dist.replace("-", "_")
+    names = tuple(f"{m.replace('.', '/')}{tail}" for fp in manifest.fingerprints
+                  for m in fp.modules if m.partition(".")[0] == root
+                  for tail in (".py", "/__init__.py"))
+    try:
+        return wheel_members.members(dist, version, names)
+    except wheels.NotServed as exc:
+        pytest.skip(f"the package index could not serve {dist}=={version}: {exc}")
+
+
 @pytest.mark.wheels
 @pytest.mark.parametrize(("patch_id", "version"), cases())
 def test_release(patch_id: str, version: str,
@@ -166,7 +193,8 @@ def test_release(patch_id: str, version: str,
         elif manifest.target.partition(".")[0] == dist.replace("-", "_"):
             # the patch's target lives in that distribution (a transformers module, say):
             # put its real wheel on the search path so the fingerprint is read from it
-            search.append(pypi_release(dist, dist_version))
+            search.append(fingerprinted_files(manifest, dist, dist_version)
+                          if dist in READ_IN_PART else pypi_release(dist, dist_version))
     env = Environment(versions=versions, hermetic=True, capabilities=gpu_for(manifest),
                       gpu_source="matrix")
     judged = assess(manifest, env, search_path=search)

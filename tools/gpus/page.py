@@ -45,14 +45,16 @@ PAGE = "docs/gpus.md"
 DOCTOR = "sglang_shims/cli/doctor/gpus.json"
 """Paths from the repository's root (the refresh's ``Context.root``)."""
 
-#: The kernel releases read by ``images``: the last with sm_75, the first without it, the
-#: last and first around the PyPI builds' sm_100a/sm_120a (0.3.9), the last sgl-kernel, the
-#: first sglang-kernel, the first CUDA 13 default build, and the newest ones.
-KERNEL_RELEASES = (
+#: The kernel releases read by ``images`` besides each distribution's newest on the index
+#: (which the refresh adds from its snapshot): the last with sm_75, the first without it,
+#: the last and first around the PyPI builds' sm_100a/sm_120a (0.3.9), the last sgl-kernel
+#: of that line, the first sglang-kernel, the first CUDA 13 default build, and the releases
+#: read since.
+MILESTONES = (
     ("sgl-kernel", "0.3.5"), ("sgl-kernel", "0.3.6.post1"), ("sgl-kernel", "0.3.8"),
-    ("sgl-kernel", "0.3.9"), ("sgl-kernel", "0.3.21"), ("sglang-kernel", "0.4.0"),
-    ("sglang-kernel", "0.4.2"), ("sglang-kernel", "0.4.6.post1"), ("sglang-kernel", "0.4.7"),
-    ("sglang-kernel", "0.4.8"), ("sglang-kernel", "0.4.9"), ("sglang-kernel", "0.4.10"),
+    ("sgl-kernel", "0.3.9"), ("sglang-kernel", "0.4.0"), ("sglang-kernel", "0.4.2"),
+    ("sglang-kernel", "0.4.6.post1"), ("sglang-kernel", "0.4.7"), ("sglang-kernel", "0.4.8"),
+    ("sglang-kernel", "0.4.9"),
 )
 
 
@@ -78,7 +80,7 @@ def read_wheel(dist: str, version: str) -> dict[str, Any]:
     return out
 
 
-def images_text(releases: tuple[tuple[str, str], ...] = KERNEL_RELEASES) -> str:
+def images_text(releases: tuple[tuple[str, str], ...]) -> str:
     """``docs/gpus/kernel-images.json`` read afresh from the kernel wheels."""
     found = {f"{dist} {version}": read_wheel(dist, version) for dist, version in releases}
     return json.dumps({"releases": found}, indent=1, sort_keys=True) + "\n"

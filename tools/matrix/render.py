@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 from sglang_shims.cli.doctor.checks.tested import tidy
 from tests.support.run import REPO
 
-from .run import DATA, RELAX, load, replacements
+from .run import DATA, RELAX, REMEDY, load, replacements
 
 MD = REPO / "docs" / "compatibility.md"
 SVG = REPO / "docs" / "compatibility.svg"
@@ -172,6 +172,7 @@ def markdown(data: dict[str, Any]) -> str:
               " today's torch or from the run machine, replaced for the run (the resolver's"
               " complaint decides):", ""]
     lines += [f"- {what}: {why}." for _complaint, _override, what, why in RELAX]
+    lines += [f"- {what} (a remedy): {why}." for _broken, _override, what, why in REMEDY]
     timed = [e["seconds"] for e in releases.values()
              if not all("env_error" in c for c in e["cells"])]  # an environment that
     if timed:  # failed to install ran no cell: its seconds say nothing about a run
@@ -228,6 +229,32 @@ CAUSES = [
     (r"No module named 'sgl_kernel'", SHIM_GAP,
      "No kernel installed and `sgl-kernel-triton-fallback` did not stand in: the release was"
      " outside the fallback's range on the commit of the run (the commit is listed)."),
+    (r"No module named 'deep_gemm'", SHIM_GAP,
+     "sglang 0.4.4-0.4.6.post4 import `deep_gemm` at module level on CUDA without a guard"
+     " (read from the wheels); the package came inside their sgl-kernel wheels."
+     " `deep-gemm-standin` stands in for it; a cell that still shows this was run on a"
+     " commit before it (the commit is listed)."),
+    (r"cannot import name 'QUANTIZATION_METHODS' from partially initialized module 'vllm",
+     SHIM_GAP,
+     "sglang 0.4.0 imports vllm before `sglang.srt.utils`, and vllm 0.5.2-0.8.0's"
+     " `triton_utils/custom_cache_manager.py` imports the triton cache helpers triton 3.4"
+     " removed (surfacing as vllm's circular import). `vllm-triton-cache-helpers-removed`"
+     " puts them back before vllm's module; a cell that still shows this was run on a"
+     " commit before it (the commit is listed)."),
+    (r"No module named 'flashinfer'", SHIM_GAP,
+     "sglang 0.3.3-0.4.5 import flashinfer's norms and activations at module level whenever"
+     " CUDA is there (`is_flashinfer_available()` asks only for CUDA); the flashinfer"
+     " 0.4.0-0.4.2.post1 name is published on flashinfer.ai's own index only, none for"
+     " today's torch. `flashinfer-availability-unchecked` answers from whether flashinfer"
+     " imports; a cell that still shows this was run on a commit before it (the commit is"
+     " listed)."),
+    (r"No module named 'pyairports'", "Cannot be installed today",
+     "outlines 0.0.44-0.0.46 (the outlines<0.1.0 of sglang 0.4.0-0.4.2.post1) import"
+     " `pyairports.airports` when `outlines` is imported. pyairports' own releases are gone"
+     " from PyPI; the name now holds one unrelated 0.0.1 upload (2025-09-25: a `byted-wandb`"
+     " script, no `pyairports` module), which the matrix leaves out. Not shimmed: a"
+     " stand-in `outlines.types.airports` whose airport-code type raises when used would let"
+     " the rest of outlines import, a patch still to write."),
     (r"ServerArgs without __post_init__: TypeError: object\.__new__", HARNESS,
      "sglang 0.5.20+ define ServerArgs as a msgspec Struct, which the probe could not build"
      " before commit 2f9bcf5 (no model check ran; the graph verdict stands)."),

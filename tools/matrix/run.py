@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -49,12 +50,13 @@ from sglang_shims.kernels.surface import exports
 from sglang_shims.testing import standin, wheels
 from tests.support.programs import FAKE_CUDA, assemble
 from tests.support.run import ACTIVATE, REPO, SITE_PACKAGES, clean_env
+from tools.refresh import snapshot
 
 DATA = Path(__file__).with_name("compatibility.json")
 """Every run's full record; ``doctor`` ships the part it reads (``python -m tools.refresh
 compatibility-runtime``)."""
 PROBE = Path(__file__).with_name("probe.py")
-FIRST = Version("0.5.1")
+FIRST = Version("0.4.0")
 """The oldest release the matrix runs (the first on today's torch line); there is no
 newest: every release the index has from here on is in the matrix."""
 
@@ -63,9 +65,11 @@ newest: every release the index has from here on is in the matrix."""
 # useless on CPU, torch/torchvision/triton are today's (the skew under test), torchaudio
 # has no release for today's torch, and sglang is the unpacked wheel itself.
 # flashinfer-python itself is installed: some releases import it at module level.
+# pyairports: its project's releases are gone from PyPI and the name now holds one unrelated
+# upload (0.0.1, 2025-09-25: a `byted-wandb` script, no `pyairports` module): never install it.
 LEFT_OUT = frozenset(canonicalize_name(n) for n in (
     "sglang", "sgl-kernel", "sglang-kernel", "flashinfer-cubin", "flashinfer-jit-cache",
-    "torch", "torchvision", "torchaudio", "triton"))
+    "torch", "torchvision", "torchaudio", "triton", "pyairports"))
 # Pins of a release that cannot be installed beside today's torch or from this machine, and
 # what the matrix installs instead: (the resolver's complaint, the override uv gets -- ``\1``
 # is taken from the complaint --, the page's words for it, why).  Recorded per release as
@@ -94,11 +98,52 @@ RELAX: list[tuple[str, str, str, str]] = [
      "flashinfer-python 0.4.0 and 0.4.1 are published as source only, and their build needs"
      " apache-tvm-ffi 0.1.0b15, since deleted from PyPI: they cannot be installed today; the"
      " run installs 0.4.0rc3, the nearest flashinfer that still builds (sglang 0.5.3's pin)"),
+    (r"flashinfer was not found in the package registry", 'flashinfer; sys_platform == "never"',
+     "`flashinfer` left out",
+     "sglang 0.4.0-0.4.2.post1 require `flashinfer`, a name published only on flashinfer.ai's"
+     " own wheel index (one per torch and CUDA, none for today's torch), never on PyPI;"
+     " it is a GPU kernel library like the ones the kernel columns stand for, and these"
+     " releases import it only where a GPU backend is chosen, so the run leaves it out"),
+    (r"there is no version of xgrammar==0\.1\.1[456]\b", "xgrammar==0.1.17",
+     "`xgrammar==0.1.17`",
+     "xgrammar 0.1.14, 0.1.15 and 0.1.16 have been deleted from PyPI, so the pin cannot be"
+     " installed today by anyone; the run installs 0.1.17, the nearest release still"
+     " published"),
     (r"pypi\.nvidia\.com/?\s+cuda-tile", 'cuda-tile; sys_platform == "never"',
      "`cuda-tile` left out",
      "cuda-tile (cuTile) is published on NVIDIA's index only (PyPI holds a placeholder that"
      " fails to build) and that index cannot be reached from the run machine; no sglang"
      " module of these releases imports cuda.tile, so the run leaves it out"),
+]
+# What the resolver accepts and the environment cannot import, and the remedy the run applies
+# (recorded with the pins replaced): (the lock's pins break it, the override, the page's
+# words, why).  Only for breaks in no code of sglang's, where no shim can act.
+def _pyextensiontype(pins: dict[str, str]) -> bool:
+    """datasets < 2.14.7 subclasses pa.PyExtensionType, which pyarrow 21 removed."""
+    return "datasets" in pins and Version(pins["datasets"]) < Version("2.14.7") and \
+        Version(pins.get("pyarrow", "0")) >= Version("21")
+
+
+REMEDY: list[tuple[Callable[[dict[str, str]], bool], str, str, str]] = [
+    (_pyextensiontype, "pyarrow<21", "`pyarrow<21`",
+     "datasets before 2.14.7 subclasses `pa.PyExtensionType` in `datasets/features` at"
+     " import, and pyarrow 21 removed it (both read from their wheels), while datasets'"
+     " metadata admits any pyarrow; outlines 0.0.x imports datasets, so the release's"
+     " runtime fails inside datasets; the run installs the pyarrow before it, as a user"
+     " must"),
+    (lambda pins: Version(pins.get("numpy", "2")).major < 2 and not _pyextensiontype(pins)
+     and Version(pins.get("pyarrow", "0")) >= Version("26"), "pyarrow<26", "`pyarrow<26`",
+     "pyarrow 26 needs NumPy 2 (apache/arrow PR 50769) without saying so in its metadata,"
+     " so the resolver pairs it with the numpy<2 that vllm and outlines of releases up to"
+     " 0.4.5 ask for, and `import pyarrow` (datasets, from outlines) fails in a compiled"
+     " module; the run installs the pyarrow before it, as a user must"),
+    (lambda pins: Version(pins.get("transformers", "5")) < Version("4.53")
+     and Version(pins.get("compressed-tensors", "0")) >= Version("0.13"),
+     "compressed-tensors<0.13", "`compressed-tensors<0.13`",
+     "compressed-tensors 0.13 and later import `transformers.masking_utils` (transformers"
+     " 4.53+) while their metadata admits transformers 4.45, so releases pinning an older"
+     " transformers get one that fails at import, inside compressed-tensors; the run"
+     " installs 0.12, the newest without that import, as a user must"),
 ]
 NVIDIA_INDEX = "https://pypi.nvidia.com"  # tried first for what only NVIDIA publishes
 KEPT = ("torch", "torchvision", "triton")  # overridden to this environment's versions
@@ -215,24 +260,40 @@ def overlay(release: str, root: Path, transformers: str | None,
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     here = _installed()
+    cap = None
     if locked:
-        pins, relaxed, index = read_lock(lock)
-        _install(work, index, here, pins)
+        wanted, relaxed, index = read_lock(lock)
+        _install(work, index, here, wanted)
     else:
-        relaxed, index = _resolve(work, root, here, transformers, upgrades)
+        cap = None if transformers or "transformers" in pins(root) else uploaded(release)
+        relaxed, index = _resolve(work, root, here, transformers, upgrades, cap)
     (work / "relaxed.txt").write_text("".join(f"{r}\n" for r in relaxed), encoding="utf-8")
     (work / "index.txt").write_text("".join(f"{i}\n" for i in index), encoding="utf-8")
     if record and not locked:
-        _record(lock, release, transformers, upgrades, work)
+        _record(lock, release, transformers, upgrades, work, cap)
     (work / ".complete").write_text(release, encoding="utf-8")
     shutil.rmtree(dest, ignore_errors=True)
     work.rename(dest)
     return dest
 
 
+def uploaded(release: str) -> str:
+    """The day ``release`` reached the index, from the recorded snapshot."""
+    day: str = snapshot.load()["projects"]["sglang"][release]["uploaded"]
+    return day
+
+
 def _resolve(work: Path, root: Path, here: dict[str, str], transformers: str | None,
-             upgrades: tuple[tuple[str, str], ...]) -> tuple[list[str], list[str]]:
-    """Resolve the release's requirements and install; (pins replaced, extra index)."""
+             upgrades: tuple[tuple[str, str], ...], cap: str | None = None
+             ) -> tuple[list[str], list[str]]:
+    """Resolve the release's requirements and install; (pins replaced, extra index).
+
+    ``cap``: the release's upload day, for a release that pins no transformers (up to
+    0.4.3.post2): its own column then gets the newest transformers the index had that day,
+    the one ``pip install`` gave its users, rather than one years newer (a transformers 5
+    under a release written for 4.4x), which is what the newest-5 column is for."""
+    limit = [] if cap is None else ["--exclude-newer-package",
+                                    f"transformers={_day_after(cap)}"]
     (work / "requirements.in").write_text(
         "".join(f"{r}\n" for r in requirements(root)), encoding="utf-8")
     overrides = [f"{name}=={here[name].split('+')[0]}" for name in KEPT if name in here]
@@ -245,9 +306,15 @@ def _resolve(work: Path, root: Path, here: dict[str, str], transformers: str | N
                                             encoding="utf-8")
         try:
             _uv("pip", "compile", "--python", sys.executable, "--quiet", "--no-header",
-                *index, "--override", work / "overrides.txt", work / "requirements.in",
+                *index, *limit, "--override", work / "overrides.txt", work / "requirements.in",
                 "-o", work / "lock.txt")
-            _install(work, index, here, lock_pins(work / "lock.txt"))
+            wanted = lock_pins(work / "lock.txt")
+            more = [fix for broken, fix, _what, _why in REMEDY
+                    if broken(wanted) and fix not in relaxed]
+            if more:
+                relaxed += more
+                continue
+            _install(work, index, here, wanted)
             return relaxed, index
         except RuntimeError as exc:
             if NVIDIA_INDEX in str(exc) and not index and _reachable(NVIDIA_INDEX):
@@ -261,7 +328,7 @@ def _resolve(work: Path, root: Path, here: dict[str, str], transformers: str | N
 
 
 def _record(lock: Path, release: str, transformers: str | None,
-            upgrades: tuple[tuple[str, str], ...], folder: Path) -> None:
+            upgrades: tuple[tuple[str, str], ...], folder: Path, cap: str | None = None) -> None:
     """Write the lock of an overlay ``folder`` resolved from the index (a folder resolved by
     an earlier run is recorded as it is: its cells ran on it), dated when it was resolved."""
     def lines(name: str) -> list[str]:
@@ -273,7 +340,7 @@ def _record(lock: Path, release: str, transformers: str | None,
     when = datetime.date.fromtimestamp(resolved.stat().st_mtime).isoformat()
     LOCKS.mkdir(exist_ok=True)
     lock.write_text(render_lock(release, transformers, upgrades, resolved, lines("relaxed.txt"),
-                                lines("index.txt"), when), encoding="utf-8")
+                                lines("index.txt"), when, cap), encoding="utf-8")
 
 
 def lock_pins(path: Path) -> dict[str, str]:
@@ -286,11 +353,17 @@ def lock_pins(path: Path) -> dict[str, str]:
     return wanted
 
 
+def _day_after(day: str) -> str:
+    """The day after ``day`` (uv's limit is exclusive; an upload that day counts)."""
+    return (datetime.date.fromisoformat(day) + datetime.timedelta(days=1)).isoformat()
+
+
 def render_lock(release: str, transformers: str | None, upgrades: tuple[tuple[str, str], ...],
                 resolved: Path, relaxed: list[str], index: list[str],
-                on: str | None = None) -> str:
+                on: str | None = None, cap: str | None = None) -> str:
     """The recorded lock: a header saying what it is, then one pin per line."""
     what = f"transformers {transformers}" if transformers else "its own pins"
+    what += f" (no transformers pin: the newest on {cap})" if cap else ""
     what += "".join(f", {d} {v}" for d, v in upgrades)
     lines = [f"# sglang {release} on {what}: resolved by tools/matrix/run.py on"
              f" {on or datetime.date.today().isoformat()} (torch, torchvision, triton: the"
@@ -658,11 +731,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", type=Path, default=REPO,
                         help="checkout whose sglang_shims the cells run (e.g. a `git worktree`"
                         " of HEAD, so that edits in progress do not leak into the results)")
+    parser.add_argument("--flavours", default="pinned,newest5",
+                        help="'pinned' runs only the column of the release's own transformers"
+                        " and keeps the other as the last run recorded it")
     parser.add_argument("--modes", default="stock,shims",
                         help="'shims' reruns only the shims cells and keeps the stock cells"
                         " of the last run where it saw the same harness and environment")
     args = parser.parse_args(argv)
     modes = tuple(args.modes.split(","))
+    flavours = tuple(args.flavours.split(","))
     TREE[0] = args.tree.resolve()
     everything = releases()
     if args.releases == "spread":
@@ -684,7 +761,7 @@ def main(argv: list[str] | None = None) -> int:
             old = load(args.out)["releases"].get(release)
             entry = run_release(release, transformers5, Path(scratch), args.jobs,
                                 log=lambda line: print(line, flush=True), modes=modes,
-                                old=old)
+                                old=old, flavours=flavours)
             entry["date"] = datetime.date.today().isoformat()
             entry["versions"] = _versions() | {"transformers5": transformers5}
             data = load(args.out)  # read again: the file may have moved on meanwhile

@@ -191,7 +191,7 @@ def write_release_index(context: Context) -> None:
 
 # -- the compatibility matrix ------------------------------------------------------------
 
-MATRIX_SOURCE = ("a matrix run (tools/matrix/run.py): every sglang release from 0.5.1 on"
+MATRIX_SOURCE = ("a matrix run (tools/matrix/run.py): every sglang release from 0.4.0 on"
                  " the index, its environment resolved from the index, cells run on CPU")
 MATRIX_VERSION = 1
 
