@@ -163,80 +163,173 @@ def run_tests(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]
     return ("survived" if proc.returncode == 0 else "killed"), time.monotonic() - start
 
 
-def render(results: dict[str, list[dict[str, object]]]) -> str:
-    """A markdown table per module (killed / survived / timeout) and the survivors."""
-    out = ["| module | mutants | killed | timeout | survived | killed % | test time |",
-           "|---|---|---|---|---|---|---|"]
-    total = killed_all = 0
+Row = dict[str, object]
+
+
+def _code(source: str, line: int) -> str:
+    """The mutated line as written: with the description, what names a mutant for a reader
+    (and for ``equivalent`` in the config) when the line numbers move."""
+    lines = source.splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def _equivalent(entry: dict[str, object], row: Row) -> str | None:
+    """Why ``row`` (a survivor) is an equivalent mutant, if the config says it is."""
+    for known in entry.get("equivalent", []):  # type: ignore[attr-defined]
+        if known["mutation"] == row["mutation"] and known["code"] == row.get("code"):
+            return str(known["why"])
+    return None
+
+
+def _modules(config: dict[str, object]) -> dict[str, dict[str, object]]:
+    return {str(e["path"]): e for e in config["module"]}  # type: ignore[attr-defined]
+
+
+def render(results: dict[str, list[Row]], config: dict[str, object]) -> str:
+    """A markdown table per module (killed / timeout / survived / equivalent, and the score
+    over the mutants that are not equivalent), then the survivors not known equivalent."""
+    entries = _modules(config)
+    out = ["| module | mutants | killed | timeout | survived | equivalent | score | test time |",
+           "|---|---|---|---|---|---|---|---|"]
+    total = killed_all = equivalent_all = 0
+    open_rows: list[str] = []
     for path, rows in results.items():
         count = {k: sum(r["outcome"] == k for r in rows) for k in ("killed", "timeout",
                                                                    "survived")}
+        equivalent = sum(r["outcome"] == "survived"
+                         and _equivalent(entries.get(path, {}), r) is not None for r in rows)
         seconds = sum(float(str(r["seconds"])) for r in rows)
         killed = count["killed"] + count["timeout"]
         total, killed_all = total + len(rows), killed_all + killed
+        equivalent_all += equivalent
         out.append(f"| `{path}` | {len(rows)} | {count['killed']} | {count['timeout']} | "
-                   f"{count['survived']} | {100 * killed / max(len(rows), 1):.0f} % | "
-                   f"{seconds:.0f} s |")
-    out.append(f"| all | {total} | | | {total - killed_all} | "
-               f"{100 * killed_all / max(total, 1):.0f} % | |")
-    out += ["", "Survivors:", ""]
-    out += [f"- `{path}:{r['line']}` {r['mutation']}" for path, rows in results.items()
-            for r in rows if r["outcome"] == "survived"]
+                   f"{count['survived'] - equivalent} | {equivalent} | "
+                   f"{_score(killed, len(rows) - equivalent)} | {seconds:.0f} s |")
+        open_rows += [f"- `{path}:{r['line']}` {r['mutation']} (#{r.get('index', '?')}): "
+                      f"`{r.get('code', '')}`" for r in rows
+                      if r["outcome"] == "survived"
+                      and _equivalent(entries.get(path, {}), r) is None]
+    out.append(f"| all | {total} | | | {total - killed_all - equivalent_all} | "
+               f"{equivalent_all} | {_score(killed_all, total - equivalent_all)} | |")
+    out += ["", "Survivors not known equivalent:", ""] + (open_rows or ["- none"])
     return "\n".join(out) + "\n"
 
 
+def _score(killed: int, counted: int) -> str:
+    return f"{100 * killed / counted:.0f} %" if counted else "-"
+
+
+def _run_module(tree: Path, entry: dict[str, object], picked: list[int], timeout: float,
+                rows: list[Row]) -> None:
+    """Runs the mutants ``picked`` (indices into ``mutants()`` of the module) and appends a
+    row for each to ``rows``; the module's text is restored whatever happens."""
+    path = str(entry["path"])
+    target = tree / path
+    original = target.read_text(encoding="utf-8")
+    found = mutants(original)
+    tests = [str(t) for t in entry["tests"]]  # type: ignore[attr-defined]
+    for test_id in entry.get("deselect", []):  # type: ignore[attr-defined]
+        tests += ["--deselect", str(test_id)]
+    outcome, seconds = run_tests(tree, tests, timeout * 3)
+    if outcome != "survived":
+        print(f"{path}: the unmutated tree fails its tests ({outcome}); skipped", flush=True)
+        return
+    try:
+        for index in picked:
+            line, description, text = found[index]
+            target.write_text(text, encoding="utf-8")
+            outcome, seconds = run_tests(tree, tests, timeout)
+            rows.append({"index": index, "line": line, "mutation": description,
+                         "code": _code(original, line), "outcome": outcome,
+                         "seconds": round(seconds, 1)})
+            print(f"{path}:{line}: #{index} {description}: {outcome} ({seconds:.0f} s)",
+                  flush=True)
+    finally:
+        target.write_text(original, encoding="utf-8")
+
+
+def _rerun(tree: Path, entries: dict[str, dict[str, object]], results: dict[str, list[Row]],
+           timeout: float, only: list[str] | None) -> None:
+    """Runs again, in place, every survivor of ``results`` (the same mutant, by index, checked
+    to be the same change on the same code), e.g. after tests were added for them."""
+    for path, rows in results.items():
+        if only and path not in only:
+            continue
+        source = (tree / path).read_text(encoding="utf-8")
+        found = mutants(source)
+        survivors = {int(str(r["index"])): r for r in rows if r["outcome"] == "survived"}
+        for index, row in survivors.items():
+            line, description, _ = found[index]
+            if (description, _code(source, line)) != (row["mutation"], row["code"]):
+                raise SystemExit(f"{path} #{index}: the code moved since the run; run it again")
+        again: list[Row] = []
+        _run_module(tree, entries[path], list(survivors),
+                    float(entries[path].get("timeout_s", timeout)), again)  # type: ignore[arg-type]
+        for new in again:
+            survivors[int(str(new["index"]))].update(outcome=new["outcome"],
+                                                    seconds=new["seconds"])
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--render", type=Path, help="print a result file as markdown, and stop")
     parser.add_argument("--tree", type=Path, help="a scratch checkout")
     parser.add_argument("--module", action="append", help="only these modules (repeatable)")
     parser.add_argument("--limit", type=int, default=0, help="at most N mutants per module")
     parser.add_argument("--every", type=int, default=0,
                         help="every N-th mutant (deterministic sample; default: config's)")
+    parser.add_argument("--mutant", type=int, action="append",
+                        help="only the mutant of this index (repeatable; one --module)")
+    parser.add_argument("--list", action="store_true",
+                        help="print the module's mutants (index, line, change), and stop")
+    parser.add_argument("--show", type=int, help="print mutant N's changed line, and stop")
+    parser.add_argument("--rerun", action="store_true",
+                        help="run the survivors of --out again and update it in place")
     parser.add_argument("--out", type=Path, default=Path("mutation-result.json"))
     args = parser.parse_args()
+    config = tomllib.loads((HERE / "config.toml").read_text(encoding="utf-8"))
+    entries = _modules(config)
     if args.render:
-        print(render(json.loads(args.render.read_text(encoding="utf-8"))), end="")
+        print(render(json.loads(args.render.read_text(encoding="utf-8")), config), end="")
         return 0
     if args.tree is None:
         parser.error("--tree is required")
-    config = tomllib.loads((HERE / "config.toml").read_text(encoding="utf-8"))
     timeout = float(config.get("timeout_s", 300))
-    results: dict[str, list[dict[str, object]]] = {}
+    if args.list or args.show is not None:
+        for path in args.module or list(entries):
+            source = (args.tree / path).read_text(encoding="utf-8")
+            for index, (line, description, text) in enumerate(mutants(source)):
+                if args.show is None:
+                    print(f"{path} #{index} :{line} {description}: {_code(source, line)}")
+                elif index == args.show:
+                    print(f"{path}:{line} {description}\n- {_code(source, line)}\n"
+                          f"+ {_code(text, line)}")
+        return 0
+    results: dict[str, list[Row]] = (json.loads(args.out.read_text(encoding="utf-8"))
+                                     if args.out.exists() else {})
     started = time.monotonic()
-    for entry in config["module"]:
-        path = entry["path"]
+    if args.rerun:
+        _rerun(args.tree, entries, results, timeout, args.module)
+        args.out.write_text(json.dumps(results, indent=1), encoding="utf-8")
+        return 0
+    if args.mutant and (not args.module or len(args.module) != 1):
+        parser.error("--mutant needs exactly one --module")
+    for path, entry in entries.items():
         if args.module and path not in args.module:
             continue
-        target = args.tree / path
-        original = target.read_text(encoding="utf-8")
-        found = mutants(original)
-        every = args.every or int(entry.get("every", config.get("every", 1)))
-        found = found[::every]
+        count = len(mutants((args.tree / path).read_text(encoding="utf-8")))
+        every = args.every or int(entry.get("every", config.get("every", 1)))  # type: ignore[call-overload]
+        picked = args.mutant or list(range(count))[::every]
         if args.limit:
-            found = found[:args.limit]
-        tests = list(entry["tests"])
-        for test_id in entry.get("deselect", []):
-            tests += ["--deselect", test_id]
-        outcome, seconds = run_tests(args.tree, tests, timeout * 3)
-        if outcome != "survived":
-            print(f"{path}: the unmutated tree fails its tests ({outcome}); skipped", flush=True)
+            picked = picked[:args.limit]
+        rows: list[Row] = []
+        _run_module(args.tree, entry, picked, float(entry.get("timeout_s", timeout)),  # type: ignore[arg-type]
+                    rows)
+        if args.mutant:  # a check by hand: printed, not kept in the result file
             continue
-        rows = results.setdefault(path, [])
-        try:
-            for line, description, text in found:
-                target.write_text(text, encoding="utf-8")
-                outcome, seconds = run_tests(args.tree, tests, timeout)
-                rows.append({"line": line, "mutation": description, "outcome": outcome,
-                             "seconds": round(seconds, 1)})
-                print(f"{path}:{line}: {description}: {outcome} ({seconds:.0f} s)", flush=True)
-        finally:
-            target.write_text(original, encoding="utf-8")
+        results[path] = rows
         args.out.write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(f"total {time.monotonic() - started:.0f} s", flush=True)
-    for path, rows in results.items():
-        killed = sum(r["outcome"] != "survived" for r in rows)
-        print(f"{path}: {killed}/{len(rows)} killed")
     return 0
 
 
