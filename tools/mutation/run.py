@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import copy
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 import time
@@ -148,19 +151,82 @@ def mutants(source: str) -> list[tuple[int, str, str]]:
     return out
 
 
-def run_tests(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]:
-    """``tests``: pytest arguments (files, ``--deselect ID``)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_SHIMS")}
-    env.update(SGLANG_SHIMS_CI="1", PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n0", "-p", "no:cacheprovider",
-           "--no-header", *tests]
-    start = time.monotonic()
-    try:
-        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
-                              timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return "timeout", time.monotonic() - start
-    return ("survived" if proc.returncode == 0 else "killed"), time.monotonic() - start
+PYTEST_ARGS = ["-x", "-q", "-n0", "-p", "no:cacheprovider", "--no-header"]
+
+
+class Runner:
+    """Runs pytest in ``tree`` as ``SGLANG_SHIMS_CI=1 python -m pytest -x -n0`` would, through
+    a small server (``run.py --serve``) that has imported pytest once and forks a child per
+    run: on a loaded machine the interpreter's and pytest's start were most of a killed
+    mutant's time.  The server imports nothing of the tree, so each child imports the
+    module under test afresh, mutated."""
+
+    def __init__(self, tree: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_SHIMS")}
+        env.update(SGLANG_SHIMS_CI="1", PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve"], cwd=tree, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        self.buffer = b""
+
+    def _line(self, deadline: float | None) -> str | None:
+        """The server's next line, or None at ``deadline`` (read unbuffered, so that
+        ``select`` sees what has come)."""
+        assert self.proc.stdout is not None
+        while b"\n" not in self.buffer:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([self.proc.stdout], [], [], wait)[0]:
+                return None
+            chunk = os.read(self.proc.stdout.fileno(), 4096)
+            if not chunk:
+                raise RuntimeError("the test server stopped")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode()
+
+    def run(self, tests: list[str], timeout: float) -> tuple[str, float]:
+        """``tests``: pytest arguments (files, ``--deselect ID``)."""
+        assert self.proc.stdin is not None
+        start = time.monotonic()
+        self.proc.stdin.write(json.dumps(PYTEST_ARGS + tests).encode() + b"\n")
+        self.proc.stdin.flush()
+        child = int(self._line(None) or 0)
+        code = self._line(start + timeout)
+        if code is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child, signal.SIGKILL)
+            self._line(None)
+            return "timeout", time.monotonic() - start
+        return ("survived" if int(code) == 0 else "killed"), time.monotonic() - start
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def serve() -> int:
+    """The server's side: each line read is a JSON list of pytest arguments, run in a forked
+    child (its own process group, so a timeout kills what it started); the child's pid is
+    written back, then its exit code."""
+    import pytest
+
+    sys.path[0] = str(Path.cwd())  # as ``python -m pytest`` has it, not this file's folder
+    for line in sys.stdin:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - leaves with os._exit
+            os.setpgid(0, 0)
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            code = 3
+            try:
+                code = int(pytest.main(json.loads(line)))
+            finally:
+                os._exit(code)
+        print(pid, flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), flush=True)
+    return 0
 
 
 Row = dict[str, object]
@@ -230,15 +296,17 @@ def _run_module(tree: Path, entry: dict[str, object], picked: list[int], timeout
     tests = [str(t) for t in entry["tests"]]  # type: ignore[attr-defined]
     for test_id in entry.get("deselect", []):  # type: ignore[attr-defined]
         tests += ["--deselect", str(test_id)]
-    outcome, seconds = run_tests(tree, tests, timeout * 3)
+    runner = Runner(tree)
+    outcome, seconds = runner.run(tests, timeout * 3)
     if outcome != "survived":
         print(f"{path}: the unmutated tree fails its tests ({outcome}); skipped", flush=True)
+        runner.close()
         return
     try:
         for index in picked:
             line, description, text = found[index]
             target.write_text(text, encoding="utf-8")
-            outcome, seconds = run_tests(tree, tests, timeout)
+            outcome, seconds = runner.run(tests, timeout)
             rows.append({"index": index, "line": line, "mutation": description,
                          "code": _code(original, line), "outcome": outcome,
                          "seconds": round(seconds, 1)})
@@ -246,6 +314,7 @@ def _run_module(tree: Path, entry: dict[str, object], picked: list[int], timeout
                   flush=True)
     finally:
         target.write_text(original, encoding="utf-8")
+        runner.close()
 
 
 def _rerun(tree: Path, entries: dict[str, dict[str, object]], results: dict[str, list[Row]],
@@ -286,7 +355,10 @@ def main() -> int:
     parser.add_argument("--rerun", action="store_true",
                         help="run the survivors of --out again and update it in place")
     parser.add_argument("--out", type=Path, default=Path("mutation-result.json"))
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        return serve()
     config = tomllib.loads((HERE / "config.toml").read_text(encoding="utf-8"))
     entries = _modules(config)
     if args.render:
