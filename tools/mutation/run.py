@@ -303,6 +303,7 @@ def _run_module(tree: Path, entry: dict[str, object], picked: list[int], timeout
     tests = [str(t) for t in entry["tests"]]  # type: ignore[attr-defined]
     for test_id in entry.get("deselect", []):  # type: ignore[attr-defined]
         tests += ["--deselect", str(test_id)]
+    tests += [str(a) for a in entry.get("args", [])]  # type: ignore[attr-defined]
     runner = Runner(tree)
     outcome, seconds = runner.run(tests, timeout * 3)
     if outcome != "survived":
