@@ -265,3 +265,20 @@ def test_refused_extra_folder_named_like_a_builtin_keeps_the_builtin(seam: Seam)
                if key != "alloc-conf-env-mirror" and "alloc-conf-env-mirror" in key]
     assert len(refused) == 1 and refused[0]["state"] == "failed"
     assert "refused" in refused[0]["reason"]
+
+
+def test_the_start_ups_own_warnings_are_logged_with_the_engines(seam: Seam) -> None:
+    """``announce(extra)``: what the start-up found (a bad variable, say) is logged with
+    the engine's own warnings, and kept among them."""
+    engine = seam.engine()
+    engine.announce(["SGLANG_SHIMS_X=1 is not a setting"])
+    assert "WARNING SGLANG_SHIMS_X=1 is not a setting" in logged(engine)
+    assert "SGLANG_SHIMS_X=1 is not a setting" in engine.warnings
+
+
+def test_the_summary_line_is_logged_once(seam: Seam) -> None:
+    engine = seam.engine()
+    engine.summarise()
+    engine.summarise()
+    assert sum(line.startswith("INFO ") and "[origin test, role" in line
+               for line in logged(engine)) == 1
