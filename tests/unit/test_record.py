@@ -3,7 +3,7 @@ own, what it is given is kept, and ``as_dict`` is plain data (the state as its s
 
 from __future__ import annotations
 
-from sglang_shims.engine.record import Record, State
+from sglang_shims.engine.record import Record, State, summary
 
 
 def test_a_record_keeps_what_it_is_given() -> None:
@@ -24,3 +24,13 @@ def test_defaults_are_empty_and_not_shared() -> None:
     data = first.as_dict()
     assert data["state"] == "pending" and data["proxies"] == {} and data["details"] == {}
     assert "id" not in data
+
+
+def test_the_summary_line_names_the_patches_that_acted_or_failed() -> None:
+    records = {r.id: r for r in (
+        Record("b", State.APPLIED, ""), Record("a", State.APPLIED, ""),
+        Record("c", State.PENDING, ""), Record("d", State.DISABLED, ""),
+        Record("e", State.NOT_APPLICABLE, ""), Record("f", State.FAILED, ""))}
+    assert summary(records) == ("patches: 1 pending; 2 applied (a, b); 1 not-applicable;"
+                                " 1 disabled; 1 failed (f)")
+    assert summary({}) == "patches: none"
