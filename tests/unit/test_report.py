@@ -1,0 +1,46 @@
+"""The process's report (``engine.process.write_report``): written where
+``SGLANG_SHIMS_REPORT_DIR`` says, with every patch's record; a folder that cannot be written
+is said once, never raised."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sglang_shims.engine import process
+
+from ..support.engine import Seam, logged
+
+
+def test_the_report_holds_every_patchs_record(seam: Seam, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SGLANG_SHIMS_REPORT_DIR", str(tmp_path / "reports"))
+    engine = seam.engine()
+    process.write_report(engine)
+    data = json.loads((tmp_path / "reports" / f"{os.getpid()}.json").read_text())
+    assert set(data["patches"]) == set(engine.status())
+    assert all("proxies" in entry for entry in data["patches"].values())
+    assert data["process"]["pid"] == os.getpid()
+
+
+def test_no_report_folder_no_report(seam: Seam, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SGLANG_SHIMS_REPORT_DIR", raising=False)
+    engine = seam.engine()
+    process.write_report(engine)
+    assert not [line for line in logged(engine) if "report" in line]
+
+
+def test_a_folder_that_cannot_be_written_is_said_once(seam: Seam, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("SGLANG_SHIMS_REPORT_DIR", str(tmp_path / "file" / "reports"))
+    monkeypatch.setattr(process, "_report_failed", False)
+    engine = seam.engine()
+    process.write_report(engine)
+    process.write_report(engine)
+    said = [line for line in logged(engine) if "cannot write the report to" in line]
+    assert len(said) == 1
+    assert said[0].startswith(f"WARNING cannot write the report to {tmp_path / 'file'}")
