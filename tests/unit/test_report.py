@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
+from sglang_shims import _bootstrap
 from sglang_shims.engine import process
 
 from ..support.engine import Seam, logged
@@ -44,3 +46,17 @@ def test_a_folder_that_cannot_be_written_is_said_once(seam: Seam, tmp_path: Path
     said = [line for line in logged(engine) if "cannot write the report to" in line]
     assert len(said) == 1
     assert said[0].startswith(f"WARNING cannot write the report to {tmp_path / 'file'}")
+
+
+def test_the_wake_up_time_is_in_milliseconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``timing["wake_ms"]`` and ``["wake_cpu_ms"]``: from the first watched import (here
+    10,000 s ago, wall and CPU) to the engine ready."""
+    monkeypatch.setattr(process, "_engine", None)
+    monkeypatch.setattr(process.atexit, "register", lambda *args: None)
+    monkeypatch.setattr(process.os, "register_at_fork", lambda **kwargs: None)
+    monkeypatch.delenv("SGLANG_SHIMS_REPORT_DIR", raising=False)
+    boot = _bootstrap.Boot()
+    boot.woke, boot.woke_cpu = time.perf_counter() - 10_000, time.thread_time() - 10_000
+    engine = process.get(boot)
+    for key in ("wake_ms", "wake_cpu_ms"):
+        assert 10_000_000 <= engine.timing[key] < 10_009_000, key  # building took < 9 s
