@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sglang_shims import _bootstrap
+from sglang_shims._errors import MissingSymbolError
 from sglang_shims.engine import process
 
 from ..support.engine import Seam, logged
@@ -60,3 +61,19 @@ def test_the_wake_up_time_is_in_milliseconds(monkeypatch: pytest.MonkeyPatch) ->
     engine = process.get(boot)
     for key in ("wake_ms", "wake_cpu_ms"):
         assert 10_000_000 <= engine.timing[key] < 10_009_000, key  # building took < 9 s
+
+
+def test_the_report_counts_the_calls_of_a_provided_name(seam: Seam, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provided stand-in name's calls are in the report as ``status()`` has them."""
+    monkeypatch.setenv("SGLANG_SHIMS_REPORT_DIR", str(tmp_path / "reports"))
+    seam.patch("proxy-demo", "evtarget", extra='[[provide]]\nname = "missing_fn"\n'
+               'exported_by = "evtarget 2"\nremedy = "upgrade evtarget"\n')
+    engine = seam.engine()
+    target = seam.imported(engine, "evtarget")
+    with pytest.raises(MissingSymbolError):
+        target.missing_fn()
+    process.write_report(engine)
+    data = json.loads((tmp_path / "reports" / f"{os.getpid()}.json").read_text())
+    proxies = data["patches"]["proxy-demo"]["proxies"]
+    assert proxies == engine.status()["proxy-demo"]["proxies"] != {}
