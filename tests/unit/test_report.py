@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
 
 from sglang_shims import _bootstrap
 from sglang_shims._errors import MissingSymbolError
-from sglang_shims.engine import process
+from sglang_shims.engine import process, record
 
 from ..support.engine import Seam, logged
 
@@ -77,3 +79,40 @@ def test_the_report_counts_the_calls_of_a_provided_name(seam: Seam, tmp_path: Pa
     data = json.loads((tmp_path / "reports" / f"{os.getpid()}.json").read_text())
     proxies = data["patches"]["proxy-demo"]["proxies"]
     assert proxies == engine.status()["proxy-demo"]["proxies"] != {}
+
+
+def test_the_report_is_written_again_when_the_process_names_itself(
+        seam: Seam, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sglang names its processes (``setproctitle``) after the patches ran: the title is
+    wrapped, once, to write the report again; the title is still set, its result kept."""
+    reports = tmp_path / "reports"
+    monkeypatch.setenv("SGLANG_SHIMS_REPORT_DIR", str(reports))
+    titles: list[str] = []
+    module = types.ModuleType("setproctitle")
+    module.setproctitle = lambda title: titles.append(title) or "set"  # type: ignore[attr-defined]
+    engine = seam.engine()
+    process._wrap_title(engine, module)
+    wrapped = module.setproctitle  # type: ignore[attr-defined]
+    process._wrap_title(engine, module)
+    assert module.setproctitle is wrapped  # type: ignore[attr-defined]  # not twice
+    assert not reports.exists()
+    assert wrapped("sglang::scheduler_TP0") == "set" and titles == ["sglang::scheduler_TP0"]
+    assert (reports / f"{os.getpid()}.json").is_file()
+    process._wrap_title(engine, types.ModuleType("setproctitle"))  # nothing to wrap
+
+
+def test_a_fork_child_writes_the_state_it_inherited(seam: Seam, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a fork child, at once: the report, marked as the parent's state copied at fork;
+    then the child's own from its multiprocessing exit."""
+    monkeypatch.setenv("SGLANG_SHIMS_REPORT_DIR", str(tmp_path / "reports"))
+    monkeypatch.setattr(record, "FORK", {})
+    registered: list[tuple[object, object]] = []
+    monkeypatch.setitem(sys.modules, "multiprocessing.util", types.SimpleNamespace(
+        register_after_fork=lambda obj, hook: registered.append((obj, hook))))
+    engine = seam.engine()
+    process._forked(engine)
+    data = json.loads((tmp_path / "reports" / f"{os.getpid()}.json").read_text())
+    assert (data["process"]["forked_from"], data["process"]["inherited"]) == (os.getppid(), True)
+    assert {"parent": os.getppid(), "inherited": False} == record.FORK
+    assert registered == [(engine, process._report_at_child_exit)]
