@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from sglang_shims import _trust
 from sglang_shims.cli import main
-from sglang_shims.cli.status import NOT_IN_EFFECT, aggregate
+from sglang_shims.cli import status as status_module
+from sglang_shims.cli.status import NOT_IN_EFFECT, aggregate, model_line
 from sglang_shims.launch import LAUNCH_RECORD
 
 
@@ -132,3 +134,46 @@ def test_newest_run_is_the_failed_launch(tmp_path: Path, monkeypatch: pytest.Mon
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and data["directory"] == str(failed)
     assert data["problems"] == ["this run never started: no module named x"]
+
+
+def test_the_patch_table_marks_a_patch_in_one_state_everywhere(
+        folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report(folder, 10, {"a": "applied", "b": "applied"})
+    report(folder, 11, {"a": "applied", "b": "failed"}, role="scheduler")
+    assert main(["status", "--report-dir", str(folder)]) == 1
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line}
+    assert rows["a"].split()[1:] == ["applied", "in", "2/2", "processes", "-"]
+    assert "scheduler (pid 11): failed, because failed" in rows["b"]
+
+
+def test_a_model_line_puts_what_would_fail_first() -> None:
+    model = {"model": "Qwen/Qwen3-30B-A3B", "patch": "sgl-kernel-triton-fallback",
+             "pids": [10, 11],
+             "verdict": {"architecture": "Qwen3MoeForCausalLM", "quantization": None,
+                         "would_fail": ["moe_sum"], "unsupported": ["fp4 weights"],
+                         "ops": {"rmsnorm": "ours", "topk_softmax": "real kernel (0.4.5)",
+                                 "moe_sum": "none: no kernel"}}}
+    assert model_line(model) == (
+        "model Qwen/Qwen3-30B-A3B (Qwen3MoeForCausalLM, quantization none) via"
+        " sgl-kernel-triton-fallback, pid 10, 11: WOULD FAIL at call: moe_sum; ours: rmsnorm;"
+        " real kernel: topk_softmax; fp4 weights")
+
+
+def test_a_run_folder_another_owner_made_is_never_the_newest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As an ordinary user: the newest run folder under the user's own launch folder is
+    root's (root may write there), so the user's older run is the one judged."""
+    if os.geteuid() != 0:
+        pytest.skip("not root: a folder of another owner is made with os.chown")
+    user = 4242
+    monkeypatch.setattr(_trust, "me", lambda: user)
+    monkeypatch.delenv("SGLANG_SHIMS_REPORT_DIR", raising=False)
+    root = tmp_path / "launches"
+    monkeypatch.setattr(status_module, "launch_root", lambda: root)
+    mine, roots = root / "1-mine", root / "2-roots"
+    for run in (root, mine, roots):
+        run.mkdir(mode=0o700)
+    for run in (root, mine):
+        os.chown(run, user, user)
+    os.utime(mine, (1, 1))
+    assert status_module.resolve_dir(None) == mine
