@@ -177,3 +177,34 @@ def test_a_run_folder_another_owner_made_is_never_the_newest(
         os.chown(run, user, user)
     os.utime(mine, (1, 1))
     assert status_module.resolve_dir(None) == mine
+
+
+def test_the_models_of_applied_patches_are_gathered_per_patch_model_and_verdict(
+        folder: Path) -> None:
+    verdict = {"architecture": "LlamaForCausalLM", "would_fail": [], "ops": {}}
+    other = {"architecture": "LlamaForCausalLM", "would_fail": ["moe_sum"], "ops": {}}
+
+    def served(pid: int, state: str, models: dict[str, object], patch: str = "k") -> None:
+        path = report(folder, pid, {patch: state})
+        data = json.loads(path.read_text())
+        data["patches"][patch]["details"] = {"models": models}
+        path.write_text(json.dumps(data))
+
+    served(10, "applied", {"llama": verdict})
+    served(11, "applied", {"llama": verdict})
+    served(12, "applied", {"llama": other})
+    served(13, "failed", {"qwen": verdict})  # not in effect: its verdict is not shown
+    served(14, "applied", {"llama": verdict}, patch="h")
+    assert [(m["patch"], m["model"], m["verdict"], m["pids"])
+            for m in aggregate(folder).models] == [
+        ("k", "llama", verdict, [10, 11]), ("k", "llama", other, [12]),
+        ("h", "llama", verdict, [14])]
+
+
+def test_a_launch_record_is_read_up_to_one_mib(folder: Path) -> None:
+    (folder / LAUNCH_RECORD).write_text(json.dumps({"failed": "x" * ((1 << 20) - 20)}))
+    assert aggregate(folder).problems[0] == "this run never started: " + "x" * ((1 << 20) - 20)
+    (folder / LAUNCH_RECORD).write_text(json.dumps({"failed": "x" * (1 << 20)}))
+    assert aggregate(folder).problems[0] == (
+        f"the launcher's record {LAUNCH_RECORD} is unreadable: larger than 1,048,576 bytes"
+        f" ({(1 << 20) + 14:,})")
