@@ -33,6 +33,8 @@ def test_the_depth_is_counted_without_recursion() -> None:
     assert loads("1", max_bytes=10, max_depth=0) == 1
     # closed brackets count down: three lists side by side are two levels
     assert loads('{"a": [[], [], {}]}', max_bytes=100, max_depth=3) == {"a": [[], [], {}]}
+    with pytest.raises(BadJSON, match=r"^nested 4 levels deep \(at most 3 are read\)$"):
+        loads("[[], [[[]]]]", max_bytes=100, max_depth=3)  # the deepest after a closed one
     # brackets inside strings, escaped quotes too, are no nesting
     assert loads('["[[[{{", "\\"[[["]', max_bytes=100, max_depth=1) == ["[[[{{", '"[[[']
 

@@ -208,3 +208,13 @@ def test_a_launch_record_is_read_up_to_one_mib(folder: Path) -> None:
     assert aggregate(folder).problems[0] == (
         f"the launcher's record {LAUNCH_RECORD} is unreadable: larger than 1,048,576 bytes"
         f" ({(1 << 20) + 14:,})")
+
+
+def test_processes_are_listed_by_time_then_pid_a_report_without_one_first(folder: Path) -> None:
+    report(folder, 1, {"a": "applied"}, time=5)  # pid 1: a container's first process
+    path = report(folder, 7, {"a": "applied"}, time=5)
+    data = json.loads(path.read_text())
+    del data["process"]["pid"]
+    path.write_text(json.dumps(data))
+    report(folder, 3, {"a": "applied"}, time=4)
+    assert [p.get("pid") for p in aggregate(folder).processes] == [3, None, 1]
