@@ -57,6 +57,12 @@ def _docstring(node: ast.AST, parent: ast.AST | None) -> bool:
             and body[0] is node)
 
 
+def _ellipsis(node: ast.AST) -> bool:
+    """A bare ``...`` (a Protocol's method body): it does nothing, as ``pass`` does."""
+    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            and node.value.value is Ellipsis)
+
+
 def _mutations(node: ast.AST, parent: ast.AST | None) -> Iterator[tuple[str, ast.AST | None]]:
     """(description, replacement) for one node; a replacement of None deletes nothing."""
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
@@ -83,7 +89,8 @@ def _mutations(node: ast.AST, parent: ast.AST | None) -> Iterator[tuple[str, ast
         yield "break -> continue", ast.Continue()
     if (isinstance(node, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Raise,
                           ast.Delete))
-            and not _docstring(node, parent) and not isinstance(parent, ast.Module)):
+            and not _docstring(node, parent) and not _ellipsis(node)
+            and not isinstance(parent, ast.Module)):
         yield "statement -> pass", ast.Pass()
 
 
