@@ -334,14 +334,18 @@ def _run_module(tree: Path, entry: dict[str, object], picked: list[int], timeout
 
 def _rerun(tree: Path, entries: dict[str, dict[str, object]], results: dict[str, list[Row]],
            timeout: float, only: list[str] | None) -> None:
-    """Runs again, in place, every survivor of ``results`` (the same mutant, by index, checked
-    to be the same change on the same code), e.g. after tests were added for them."""
+    """Runs again, in place, every survivor of ``results`` not known equivalent (the same
+    mutant, by index, checked to be the same change on the same code), e.g. after tests
+    were added for them."""
     for path, rows in results.items():
         if only and path not in only:
             continue
         source = (tree / path).read_text(encoding="utf-8")
         found = mutants(source)
-        survivors = {int(str(r["index"])): r for r in rows if r["outcome"] == "survived"}
+        survivors = {int(str(r["index"])): r for r in rows if r["outcome"] == "survived"
+                     and _equivalent(entries[path], r) is None}
+        if not survivors:
+            continue
         for index, row in survivors.items():
             line, description, _ = found[index]
             if (description, _code(source, line)) != (row["mutation"], row["code"]):
