@@ -1,11 +1,12 @@
-"""A small mutation-testing harness: does the suite notice when the core code is wrong?
+"""A small mutation-testing harness: does the suite notice when the code is wrong?
 
 For each module named in ``config.toml``, every mutant is one small change to its syntax
 tree (a comparison flipped, ``and``/``or`` swapped, a ``not`` dropped, a constant changed,
 a statement replaced by ``pass``, a ``return`` value replaced by ``None``...), spliced into
 the file's text in place of the node it changes, comments and layout kept.  The mutant
 is written over the module in a *scratch checkout* (never the working tree others edit),
-and the module's test files are run with ``SGLANG_SHIMS_CI=1 python -m pytest -x -n0``.
+and the module's test files are run as ``SGLANG_SHIMS_CI=1 python -m pytest -x -n0`` would
+run them (by a server that has imported pytest once and forks a child per run).
 A mutant is *killed* when the run fails or times out, *survived* when it passes.
 
 Usage (from the repository root)::
@@ -13,9 +14,16 @@ Usage (from the repository root)::
     git worktree add /tmp/mut HEAD
     python tools/mutation/run.py --tree /tmp/mut [--module sglang_shims/engine/gates.py]
                                  [--every N] [--limit N] [--out mutation-result.json]
+    python tools/mutation/run.py --tree /tmp/mut --module M --list        # index, line, change
+    python tools/mutation/run.py --tree /tmp/mut --module M --show N      # mutant N's line
+    python tools/mutation/run.py --tree /tmp/mut --module M --mutant N    # plant N, run tests
+    python tools/mutation/run.py --tree /tmp/mut --rerun --out result.json  # survivors again
+    python tools/mutation/run.py --render result.json                     # markdown tables
 
 ``--every N`` runs every N-th mutant in source order (a deterministic sample: the whole set
-takes hours on 2 cores); ``config.toml`` sets the default per module.
+takes hours on 2 cores); ``config.toml`` sets it per module, with the test files, and
+names the equivalent mutants (left out of the score).  Results of several runs for
+different modules accumulate in one ``--out`` file.
 
 The unmutated tree must pass first (checked once per module).  Not collected by pytest.
 """
