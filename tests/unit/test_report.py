@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 import types
 from pathlib import Path
@@ -116,3 +117,31 @@ def test_a_fork_child_writes_the_state_it_inherited(seam: Seam, tmp_path: Path,
     assert (data["process"]["forked_from"], data["process"]["inherited"]) == (os.getppid(), True)
     assert {"parent": os.getppid(), "inherited": False} == record.FORK
     assert registered == [(engine, process._report_at_child_exit)]
+
+
+def test_a_fork_child_does_not_wait_for_a_lock_its_parent_held(
+        seam: Seam, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread of the parent held the engine's lock at fork: in the child that thread is
+    gone, so the child takes a new lock rather than wait forever for the copied one (its
+    report reads the records under the lock)."""
+    monkeypatch.setenv("SGLANG_SHIMS_REPORT_DIR", str(tmp_path / "reports"))
+    monkeypatch.setattr(record, "FORK", {})
+    monkeypatch.delitem(sys.modules, "multiprocessing.util", raising=False)
+    engine = seam.engine()
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with engine.lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(30)
+    child = threading.Thread(target=process._forked, args=(engine,), daemon=True)
+    child.start()
+    child.join(10)
+    finished = not child.is_alive()
+    release.set()
+    holder.join()
+    assert finished and (tmp_path / "reports" / f"{os.getpid()}.json").is_file()
