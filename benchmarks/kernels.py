@@ -319,7 +319,7 @@ def eager_tensor_quant(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def moe_fp8_cases(M: Any, want: Callable[[str], bool], tokens: int, hidden: int,
                   rn: Callable[..., torch.Tensor], e: int, gate: bool = True) -> list[Case]:
-    """The MoE reduction and the FP8 activation quantisation ops (issue 17)."""
+    """The MoE reduction and the FP8 activation quantisation ops."""
     cases: list[Case] = []
     shape = f"{tokens}x{hidden}"
     if want("moe_sum_reduce"):

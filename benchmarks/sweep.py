@@ -51,8 +51,8 @@ Triton's on-disk cache, in the order the sweep wants them; nothing waits on them
 config they have not reached is compiled by the sweep itself.  How long a full sweep takes,
 and how much the pool saves, is not measured yet.
 
-Usage (needs a CUDA GPU; the tests in tests/test_sweep.py run the CPU-side parts under
-Triton's interpreter):
+Usage (needs a CUDA GPU; the tests in tests/scripts/test_sweep.py run the CPU-side parts
+under Triton's interpreter):
 
     python benchmarks/sweep.py                                   # ops below goal, all shapes
     python benchmarks/sweep.py --ops rmsnorm,fp8_scaled_mm --shapes decode --quick

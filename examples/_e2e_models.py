@@ -1,4 +1,4 @@
-"""The MoE and FP8 models of ``examples/e2e_serve.py`` (issue 17), and what they call.
+"""The MoE and FP8 models of ``examples/e2e_serve.py``, and what they call.
 
 Why a module of its own: the dense models are a few lines of transformers; these need
 checkpoint surgery that sglang's loaders expect and transformers does not write, and a

@@ -480,7 +480,7 @@ def server_flags(attention_backend: str, cuda_graphs: bool, sglang: str = "0.5.1
 
 
 def tp_flags(tp: int) -> list[str]:
-    """Tensor parallel over ``tp`` GPUs (issue 14): one scheduler process per rank, each
+    """Tensor parallel over ``tp`` GPUs: one scheduler process per rank, each
     must show the patches applied in its report.  Custom all-reduce is already off
     (FLAGS); NVLink multicast is off through ENV."""
     return [] if tp <= 1 else ["--tp-size", str(tp)]

@@ -1,4 +1,4 @@
-"""Issue 15 on a GPU: sglang 0.5.1 served on the real sglang-kernel 0.4.5 (the hybrid tier).
+"""sglang 0.5.1 served on the real sglang-kernel 0.4.5 (the hybrid tier), on a GPU.
 
 sglang 0.5.1 pins sgl-kernel 0.3.5; sglang-kernel 0.4.5 (built for torch 2.11 + CUDA 13,
 what an H200 with today's torch loads) no longer exports 15 names 0.5.1 imports, among
@@ -23,7 +23,7 @@ This script shows, in order:
    hybrid), ``none:triton`` (pure fallback) and ``none:torch`` (the eager tier).
 
 Run on the GPU machine, with sglang 0.5.1 and its dependencies importable and this
-project installed (``../shared/research/device_carry.md``: the wheelhouse, and the
+project installed (benchmarks/README.md says how to carry them: the wheelhouse, and the
 0.4.5 wheel's ``sgl_kernel/`` unpacked without ``flash_ops.abi3.so``, ``sm100/``,
 ``infllm_ops*`` and ``flashmla_ops*`` -- 19 MB -- plus its dist-info, into KERNEL_DIR)::
 

@@ -1,13 +1,12 @@
 """Start-up code of sglang-shims: the watch table, the finder, the loader wrapper.
 
-Every interpreter of the environment processes ``sglang_shims.pth`` (pip, build
-back-ends, spawn workers).  Its line imports nothing of ours: it puts a one-line finder
-(a lambda on a ``SimpleNamespace``) on ``sys.meta_path`` that looks at the top-level name
-of each import.  Only when one of the packages our patches target is imported (``sglang``,
-``sgl_kernel``, ``transformers``, ``kernels``), or any module at all when
-``SGLANG_SHIMS_PATH`` is set, does it load this module and call :func:`activate`, which
-puts the real :class:`Watcher` in its place.  ``sglang_shims.start`` (PEP 829, Python
->= 3.15), the launcher's ``sitecustomize`` and sglang's plugin hook call :func:`activate`
+Every interpreter of the environment processes ``sglang_shims.pth``, whose line imports
+``_sglang_shims_start`` (a top-level module beside it, not part of this package): it puts a
+first-stage finder on ``sys.meta_path`` that looks at the top-level name of each import.
+Only when one of the packages our patches target is imported (``sglang``, ``sgl_kernel``,
+``transformers``, ``kernels``), or any module at all when ``SGLANG_SHIMS_PATH`` is set, does
+it load this module and call :func:`activate`, which puts the real :class:`Watcher` in its
+place.  The launcher's ``sitecustomize`` and sglang's plugin hook call :func:`activate`
 directly.  Everything here obeys three rules:
 
 * It imports nothing but ``sys`` and ``os`` (loaded before ``site`` runs) and, only when a
@@ -100,7 +99,8 @@ LISTENER = "sglang_shims.engine.process:on_loader_event"
 Named, not imported: this module must not import the engine, and a test may point it at
 a recorder."""
 PTH_MARK = "sglang_shims_pth"
-"""Attribute of the ``.pth`` line's first-stage finder, so that it can be recognised."""
+"""Attribute of ``_sglang_shims_start``'s first-stage finder, so that it can be recognised
+(that module cannot import this one: it holds the same name)."""
 FINDER_MARK = "_sglang_shims_finder"
 """Class attribute (``True``) of our own ``sys.meta_path`` finders (:class:`Watcher` and the
 start-up failure's complainer): code that asks the finders where a module lives skips them."""
@@ -124,9 +124,9 @@ def globally_off(environ: "dict[str, str] | os._Environ[str] | None" = None) -> 
 class Boot:
     """What the start-up hook knows, handed to the engine as one typed object.
 
-    ``origin`` says who activated (``pth``, ``start``, ``launch-site``, ``plugin``,
-    ``install``); ``toggles`` is the parsed ``_toggles.Toggles`` when a variable was set;
-    ``problem`` is why start-up failed; ``woke`` and ``woke_cpu`` are
+    ``origin`` says who activated (``pth``, ``launch-site``, ``plugin``, ``install``);
+    ``toggles`` is the parsed ``_toggles.Toggles`` when a variable was set; ``problem`` is
+    why start-up failed; ``woke`` and ``woke_cpu`` are
     ``time.perf_counter()`` and ``time.thread_time()`` at the first loader event, the start
     of the engine's wake-up timing (wall and CPU time of the importing thread).
     """
@@ -537,11 +537,6 @@ def watch(names: "set[str]", stand_ins: "set[str] | None" = None) -> None:
     watcher.stand_ins |= stand_ins or set()
     if watcher.names and watcher not in sys.meta_path:
         sys.meta_path.insert(0, watcher)
-
-
-def start() -> None:
-    """Entry point of ``sglang_shims.start`` (PEP 829)."""
-    activate("start")
 
 
 def _complain_later(problem: str) -> None:

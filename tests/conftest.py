@@ -19,6 +19,7 @@ pytest_plugins = [
     "tests.support.ci_skips",  # under SGLANG_SHIMS_CI=1 an unlisted skip is a failure
     "tests.support.engine",  # seam: a real engine in the test's own process
     "tests.support.stacks",  # sglang051, sglang0513, sglang0517
+    "tests.support.fetch_log",  # SGLANG_SHIMS_FETCH_LOG=FILE: what the suite downloads
 ]
 
 # Property tests check behaviour, never speed (speed lives in benchmarks/): no deadline,

@@ -33,9 +33,8 @@ from collections.abc import Callable, Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
 
-from sglang_shims.patching import PatchContext
+from sglang_shims.patching import KERNEL_DISTS, PatchContext
 
-KERNEL_DISTS = ("sgl-kernel", "sglang-kernel")
 LIBRARIES = ("libcudart", "libnvrtc")
 # The kernels whose import raises "Could not find CUDA lib directory." (read from the
 # wheels: 0.3.11 and 0.3.16.post3 in __init__.py, 0.3.18.post2 in load_utils.py;
@@ -79,13 +78,12 @@ on_search_path: Callable[[str], bool] = _on_search_path
 DEFAULT_CUDA_HOME = "/usr/local/cuda"
 
 
-def kernel_version() -> tuple[str, tuple[int, int, int, int]] | None:
+def kernel_version(ctx: PatchContext) -> tuple[str, tuple[int, int, int, int]] | None:
+    """The installed kernel's version, as text and as numbers; None without a kernel."""
     for dist in KERNEL_DISTS:
-        try:
-            text = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-        return text, version_key(text)
+        text = ctx.version(dist)
+        if text is not None:
+            return text, version_key(text)
     return None
 
 
@@ -202,7 +200,7 @@ def apply(ctx: PatchContext) -> None:
         acted = True
         ctx.note(f"preloaded {copy} (RTLD_GLOBAL)")
 
-    kernel = kernel_version()
+    kernel = kernel_version(ctx)
     low, high = CUDA_HOME_CHECK
     if kernel is not None and low <= kernel[1] < high:
         home = guessed_cuda_home(os.environ)

@@ -9,7 +9,6 @@ distribution that is actually installed against the same minimum.
 
 from __future__ import annotations
 
-from importlib import metadata
 from typing import Any
 
 from sglang_shims.patching import PatchContext
@@ -18,18 +17,10 @@ OLD = "sgl-kernel"
 NEW = "sglang-kernel"
 
 
-def _installed(dist: str) -> bool:
-    try:
-        metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return False
-    return True
-
-
 def apply(ctx: PatchContext) -> None:
     def check(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         pkg = args[0] if args else kwargs.get("pkg")
-        if pkg in (OLD, "sgl_kernel") and not _installed(OLD) and _installed(NEW):
+        if pkg in (OLD, "sgl_kernel") and ctx.version(OLD) is None and ctx.version(NEW):
             ctx.log.info("checking %s instead of %s (renamed distribution)", NEW, OLD)
             if args:
                 args = (NEW, *args[1:])

@@ -17,31 +17,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from sglang_shims.kernels.serving import hybrid
 from sglang_shims.kernels.surface import symbols
-from sglang_shims.patching import OptionalSymbol, PatchContext, Retired
-
-KERNEL_DISTS = ("sglang-kernel", "sgl-kernel")
-
-
-def _version(ctx: PatchContext, dist: str) -> str | None:
-    found = ctx.versions.get(dist)
-    if found:
-        return found
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
+from sglang_shims.patching import KERNEL_DISTS, OptionalSymbol, PatchContext, Retired
 
 
 def _kernel(ctx: PatchContext) -> tuple[str, str | None]:
     """(how to name the installed kernel, its version)."""
     for dist in KERNEL_DISTS:
-        version = _version(ctx, dist)
+        version = ctx.version(dist)
         if version:
             return f"{dist} {version}", version
     return "kernel (no sgl-kernel or sglang-kernel distribution found)", None
@@ -162,7 +149,7 @@ def serve_submodules(ctx: PatchContext, absent: dict[str, dict[str, str]], sglan
 
 
 def apply(ctx: PatchContext) -> None:
-    sglang = _version(ctx, "sglang")
+    sglang = ctx.version("sglang")
     if sglang is None:
         raise Retired("sglang is not installed")
     kernel, kernel_version = _kernel(ctx)

@@ -5,11 +5,13 @@ TOML files, so this module renders, from the validated built-in manifests:
 
 * the watch table inside ``_bootstrap.py`` (between its BEGIN/END markers): ``TARGETS``,
   ``OFF_BY_DEFAULT``, ``REQUIRED``, ``STAND_INS``;
+* the watched roots inside ``_activation/_sglang_shims_start.py`` (between its BEGIN/END
+  markers): the top-level packages whose first import wakes the bootstrap;
 * ``catalog/catalog.json``: every built-in manifest, read by the engine when it wakes;
-* ``_activation/sglang_shims.pth``: a comment line and one ``import`` line that checks
-  ``SGLANG_SHIMS`` and puts a one-line finder on ``sys.meta_path``; it imports nothing of
-  ours until a package one of our patches targets is imported, and never raises;
-* ``_activation/sglang_shims.start``: the PEP 829 entry point.
+* ``patches/manifest.schema.json``: the manifest's JSON Schema, for editors (:mod:`.schema`);
+* ``_activation/sglang_shims.pth``: a comment line and the line ``import
+  _sglang_shims_start``, which is all that ``site`` compiles at every start;
+* ``_activation/sglang_shims.start``: the PEP 829 entry point, the same module's ``start``.
 
 ``python -m sglang_shims.catalog.codegen --write`` regenerates them; ``--check`` exits 1 if
 any is stale (the test suite runs the check).
@@ -23,97 +25,30 @@ from pathlib import Path
 
 from . import data as _data
 from . import load as _catalog
+from . import schema as _schema
 
 PACKAGE = Path(__file__).resolve().parents[1]
 BOOTSTRAP = PACKAGE / "_bootstrap.py"
+START_MODULE = PACKAGE / "_activation" / "_sglang_shims_start.py"
 PTH = PACKAGE / "_activation" / "sglang_shims.pth"
 START = PACKAGE / "_activation" / "sglang_shims.start"
 BEGIN = "# BEGIN GENERATED WATCH TABLE\n"
 END = "# END GENERATED WATCH TABLE\n"
+ROOTS_BEGIN = "# BEGIN GENERATED ROOTS\n"
+ROOTS_END = "# END GENERATED ROOTS\n"
 WIDTH = 100
 
 PTH_COMMENT = (
     "# sglang-shims (https://github.com/sglang-shims/sglang-shims): import-time fixes for sglang."
-    " The next line imports nothing; it puts a finder on sys.meta_path that loads"
-    " sglang_shims._bootstrap only when one of {roots} is imported."
-    " SGLANG_SHIMS=0 turns it off; `pip uninstall sglang-shims` removes this file.\n")
-
-# The first stage: a finder made of a lambda on a SimpleNamespace (no class to compile,
-# nothing to import).  It answers None for every name but the watched roots (when
-# SGLANG_SHIMS_PATH is set, whose targets it cannot know yet: any name but sitecustomize,
-# usercustomize and the built-in modules that site itself may import, such as pwd);
-# on the first of those it runs WAKE, compiled only then.  ``d`` keeps sys.path as site had
-# it, so that the package is found where it is installed, not in the current directory.
-STAGE_ONE = (
-    'import os, sys; os.environ.get("SGLANG_SHIMS", "").strip().lower() in'
-    ' ("0", "false", "off", "no") or sys.meta_path.insert(0, type(sys.implementation)('
-    "sglang_shims_pth=1, find_spec=lambda n, *a, r={roots}, d={{'w': {wake!r},"
-    " 'site_path': sys.path[:], 'x': 'SGLANG_SHIMS_PATH' in os.environ}}:"
-    ' (n in r or d["x"] and n[-9:] != "customize" and n not in sys.builtin_module_names)'
-    ' and (d.get("wake") or exec(d["w"], d) or d["wake"])(n, *a) or None))\n')
-
-# The second stage, run inside find_spec (the global import lock is held): it loads our
-# package (its __init__ imports nothing) and the bootstrap without the import system (no
-# module lock taken), activates it and lets the
-# real watcher answer for the name being imported.  If the bootstrap cannot be loaded (a
-# half-removed install), the problem is reported once, now or at the first watched import.
-# Nothing is removed from sys.meta_path here: the import system is iterating over it, and
-# removing an entry would make it skip the next finder; the first stage stays, inert.
-WAKE = """\
-import os, sys
-def wake(n, p=None, t=None):
-    global wake
-    wake = lambda *a: None  # once: the watcher answers from now on
-    try:
-        b = sys.modules.get("sglang_shims._bootstrap")
-        if b is None:
-            x, y = sys.modules["_frozen_importlib_external"], sys.modules["_frozen_importlib"]
-            pkg = sys.modules.get("sglang_shims")
-            if pkg is None:
-                # where site found us: sys.path as it was when this line ran (never the
-                # current directory, which comes first later), else an editable finder
-                s = x.PathFinder.find_spec("sglang_shims", site_path)
-                for f in [] if s else list(sys.meta_path):
-                    s = f is not x.PathFinder and getattr(f, "find_spec", None) and \
-                        f.find_spec("sglang_shims", None)
-                    if s:
-                        break
-                pkg = sys.modules["sglang_shims"] = y.module_from_spec(s)
-                try:
-                    s.loader.exec_module(pkg)
-                except BaseException:
-                    del sys.modules["sglang_shims"]
-                    raise
-            name = "sglang_shims._bootstrap"
-            path = os.path.join(pkg.__path__[0], "_bootstrap.py")
-            loader = x.SourceFileLoader(name, path)
-            b = sys.modules[name] = y.module_from_spec(
-                x.spec_from_file_location(name, path, loader=loader))
-            try:
-                loader.exec_module(b)
-            except BaseException:
-                del sys.modules[name]
-                raise
-            pkg._bootstrap = b
-        b.activate("pth")
-    except Exception as e:
-        if any(getattr(f, "sglang_shims_missing", False) for f in sys.meta_path):
-            return None  # site read this file twice (seen with pyenv venvs): one reporter
-        problem = "%s: %s" % (type(e).__name__, e)
-        def complain(n, p=None, t=None):
-            if n in {roots} and not finder.done:
-                finder.done = True
-                sys.stderr.write("sglang-shims: start-up hook failed (%s); patches are not"
-                                 " applied in this process. To fix it, reinstall it with"
-                                 " `pip install --force-reinstall sglang-shims`, or set"
-                                 " SGLANG_SHIMS=0 to run without it.\\n" % problem)
-        finder = type(sys.implementation)(find_spec=complain, done=False,
-                                          sglang_shims_missing=True)
-        sys.meta_path.insert(0, finder)
-        return complain(n)
-    w = b.BOOT.watcher
-    return w.find_spec(n, p, t) if w is not None and w in sys.meta_path else None
-"""
+    " The next line imports _sglang_shims_start (beside this file, nothing of the package); it"
+    " puts a finder on sys.meta_path that loads sglang_shims._bootstrap only when one of"
+    " {roots} is imported. SGLANG_SHIMS=0 turns it off; `pip uninstall sglang-shims` removes"
+    " this file.\n")
+PTH_LINE = "import _sglang_shims_start\n"
+"""The import is the call: the module starts watching when imported under its own name.
+Anything more on this line is compiled at every interpreter start (``_sglang_shims_start``'s
+docstring says what that costs)."""
+START_ENTRY = "_sglang_shims_start:start\n"
 
 
 def _tuple(names: list[str]) -> str:
@@ -169,24 +104,36 @@ def roots_of(catalog: _catalog.Catalog) -> list[str]:
                    if m.source == "builtin"})
 
 
+def render_roots(roots: list[str]) -> str:
+    """The generated block of ``_sglang_shims_start.py``."""
+    return (ROOTS_BEGIN + "# the top-level packages that hold a built-in patch's target\n"
+            f"ROOTS = {_tuple(roots)}\n" + ROOTS_END)
+
+
 def pth_text(roots: list[str]) -> str:
-    literal = _set(roots)
-    wake = WAKE.replace("{roots}", literal)
-    return (PTH_COMMENT.format(roots=", ".join(roots))
-            + STAGE_ONE.format(roots=_tuple(roots), wake=wake))
+    return PTH_COMMENT.format(roots=", ".join(roots)) + PTH_LINE
+
+
+def _splice(path: Path, begin: str, end: str, block: str) -> str:
+    """The text of ``path`` with what lies between its ``begin`` and ``end`` markers (the
+    markers included) replaced by ``block``."""
+    text = path.read_text(encoding="utf-8")
+    head, _, rest = text.partition(begin)
+    _, _, tail = rest.partition(end)
+    return head + block + tail
 
 
 def expected(catalog: _catalog.Catalog) -> dict[Path, str]:
     """The generated files' intended contents."""
-    text = BOOTSTRAP.read_text(encoding="utf-8")
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
     builtin = [m for m in catalog.manifests if m.source == "builtin"]
+    roots = roots_of(catalog)
     return {
-        BOOTSTRAP: head + render_table(catalog) + tail,
+        BOOTSTRAP: _splice(BOOTSTRAP, BEGIN, END, render_table(catalog)),
+        START_MODULE: _splice(START_MODULE, ROOTS_BEGIN, ROOTS_END, render_roots(roots)),
         _data.CATALOG_JSON: _data.render(builtin, _catalog.builtin_root()),
-        PTH: pth_text(roots_of(catalog)),
-        START: "sglang_shims._bootstrap:start\n",
+        _schema.path(_catalog.builtin_root()): _schema.render(),
+        PTH: pth_text(roots),
+        START: START_ENTRY,
     }
 
 

@@ -7,6 +7,11 @@ to find there (fingerprints), when it is no longer needed (retire rules), whethe
 is on by default and what happens if it fails (policy).  Validation is strict and
 every message names the file and the field, because a typo in a gate must never
 silently turn a patch off.
+
+What a manifest may hold is written once, as data: the field table (:func:`table`), which
+:func:`parse` checks a manifest against and from which ``catalog.schema`` writes the JSON
+Schema editors validate with.  The value classes below are what a waking process builds
+from ``catalog.json``; the table is built only when TOML is parsed.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
-# Validation patterns, compiled on first use (:func:`_matches`): the engine reads the
+    from . import fields
+
+# Validation patterns, compiled on first use (:func:`matches`): the engine reads the
 # built-in manifests from catalog.json, validated when it was generated, and never needs them.
 PATTERNS = {
     "id": r"^[a-z0-9][a-z0-9.-]*[a-z0-9]$",
@@ -27,18 +34,14 @@ PATTERNS = {
 }
 WHEN = ("before", "after", "instead")
 POLICIES = ("optional", "required")
-_compiled: dict[str, Any] = {}
 _set = object.__setattr__
 
 
-def _matches(kind: str, text: str) -> bool:
+def matches(kind: str, text: str) -> bool:
     """Does ``text`` match the :data:`PATTERNS` entry ``kind``?"""
-    pattern = _compiled.get(kind)
-    if pattern is None:
-        import re
+    from .fields import matches as _matches
 
-        pattern = _compiled[kind] = re.compile(PATTERNS[kind])
-    return pattern.match(text) is not None
+    return _matches(PATTERNS[kind], text)
 
 
 class ManifestError(ValueError):
@@ -111,8 +114,9 @@ def _data(value: object) -> Any:
 class Gate(_Value):
     """A PEP 440 specifier over one distribution, or the first installed of several.
 
-    ``"sgl-kernel | sglang-kernel" = ">=0.3.18"`` reads: whichever of the two is
-    installed (first listed wins) must satisfy the specifier.  An empty specifier
+    ``"sglang-kernel | sgl-kernel" = ">=0.3.18"`` reads: whichever of the two is
+    installed (first listed wins, so the kernel's names are listed in the order of
+    ``sglang_shims.patching.KERNEL_DISTS``) must satisfy the specifier.  An empty specifier
     only asks that the distribution be installed.
     """
 
@@ -275,38 +279,139 @@ def _fail(where: str, message: str) -> ManifestError:
     return ManifestError(f"{where}: {message}")
 
 
-class _Reader:
-    """Pulls typed fields out of a TOML table and remembers which keys were used."""
+# -- the field table: what a manifest may hold ------------------------------------------
+# The one description of a manifest: :func:`parse` checks a manifest against it, and
+# ``catalog.schema`` writes ``patches/manifest.schema.json`` from it for editors.
 
-    def __init__(self, table: dict[str, Any], where: str) -> None:
-        self.table = table
-        self.where = where
-        self.used: set[str] = set()
+def _alternatives(pattern: str) -> str:
+    """``a | b | ...`` of what ``pattern`` (anchored) matches, spaces allowed around ``|``."""
+    one = pattern[1:-1]
+    return rf"^\s*{one}(\s*\|\s*{one})*\s*$"
 
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = ..., ) -> Any:
-        self.used.add(key)
-        if key not in self.table:
-            if default is ...:
-                raise _fail(self.where, f"missing required field {key!r}")
-            return default
-        value = self.table[key]
-        if not isinstance(value, kind):
-            names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
-            raise _fail(self.where, f"field {key!r} must be {names}, got {type(value).__name__}")
-        return value
 
-    def strings(self, key: str, default: Any = ...) -> tuple[str, ...]:
-        value = self.get(key, list, default)
-        if not isinstance(value, list):
-            return tuple(value)
-        if not all(isinstance(v, str) for v in value):
-            raise _fail(self.where, f"field {key!r} must be a list of strings")
-        return tuple(value)
+def _specifier_problem(spec: str) -> str | None:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-    def finish(self) -> None:
-        extra = sorted(set(self.table) - self.used)
-        if extra:
-            raise _fail(self.where, f"unknown field(s) {extra}; check the spelling")
+    try:
+        SpecifierSet(spec)
+    except InvalidSpecifier:
+        return f"gpu.capability {spec!r} must look like '>=12.0'"
+    return None
+
+
+_TABLE: fields.Table | None = None
+
+
+def table() -> fields.Table:
+    """The manifest's field table, built on first use: a process reads its built-in
+    manifests from catalog.json and never parses one."""
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = _build_table()
+    return _TABLE
+
+
+def _build_table() -> fields.Table:
+    from .fields import MAP, STRING, STRINGS, TABLE, TABLES, Field, Table
+
+    module = PATTERNS["module"]
+    gates = ("{} gate: a distribution name, or 'a | b' (the first installed of them), mapped"
+             " to a PEP 440 specifier; \"\" asks only that it be installed")
+    gate_problem = ("gate {value!r} must map a distribution name (or 'a | b') to a specifier"
+                    " string like '>=0.5,<0.6'")
+    target = Table("[target]", "Where the patch acts.", (
+        Field("module", STRING, "The module whose import runs the patch.", required=True,
+              pattern=module, problem="target module {value!r} is not a module name"),
+        Field("when", STRING, "Run the patch before or after the module's body (or"
+              " 'instead': it may stand in for a module that cannot be imported).",
+              default="after", choices=WHEN,
+              problem="target.when must be one of {choices}, got {value!r}"),
+    ))
+    imports = Table("imports", "A module-level `from X import names` statement.", (
+        Field("from", STRING, "The module imported from.", required=True),
+        Field("names", STRINGS, "The names imported.", required=True),
+    ))
+    fingerprint = Table("fingerprint", "What the patch expects to find in a module's source"
+                        " before it acts; exactly one of anchors, sha256, imports.", (
+        Field("module", STRING, "The module whose source is read; 'a | b': the first of"
+              " them that exists.", required=True, pattern=_alternatives(module),
+              problem="fingerprint module {value!r} is not a module name (or 'a | b': the"
+                      " first of them that exists)"),
+        Field("anchors", STRINGS, "Exact texts that must occur in the source.", default=(),
+              pattern=r"[\s\S]", problem="an anchor must not be empty"),
+        Field("function", STRING, "A qualified name, for sha256.", default=None),
+        Field("sha256", STRINGS, "Accepted hashes of the function's normalised source"
+              " (`sglang-shims fingerprint MODULE:QUALNAME` prints it).", default=()),
+        Field("imports", TABLE, imports.doc, default=None, table=imports),
+    ), exactly_one=("anchors", "sha256", "imports"),
+        needs=(("sha256", "function",
+                "a 'sha256' fingerprint needs 'function' (a qualified name)"),),
+        problem="a fingerprint needs exactly one of 'anchors', 'sha256', 'imports'")
+    retire = Table("[retire]", "When the problem is gone upstream and the patch becomes a"
+                   " logged no-op: any one rule suffices.", (
+        Field("when", STRING, "The rule in words, shown by `sglang-shims explain`.",
+              required=True),
+        Field("exported", STRINGS, "Retire when one of these 'module:name' exists.",
+              default=(), pattern=PATTERNS["symbol"],
+              problem="exported {value!r} must look like 'module:name'"),
+        Field("installed", STRINGS, "Retire when one of these distributions is installed.",
+              default=()),
+        Field("versions", MAP, gates.format("Retire when every"), default={},
+              keys=_alternatives(PATTERNS["dist"]), problem=gate_problem),
+    ), at_least_one=("exported", "installed", "versions"),
+        problem="needs at least one rule: 'exported', 'installed' or 'versions'")
+    provide = Table("provide", "A name supplied on the target module, as a proxy that"
+                    " explains itself when called, when the module lacks it.", (
+        Field("name", STRING, "The missing name.", required=True,
+              pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+              problem="provide name {value!r} is not an identifier"),
+        Field("exported_by", STRING, "Which versions exported it.", required=True),
+        Field("remedy", STRING, "What the user should install.", required=True),
+        Field("provider_dists", STRINGS, "The distributions whose version the message"
+              " names (the first installed).", default=()),
+        Field("substitute", STRING, "'module:name' serving the call instead.", default=None,
+              pattern=PATTERNS["symbol"],
+              problem="substitute {value!r} must look like 'module:name'"),
+    ))
+    gpu = Table("[gpu]", "A GPU gate, evaluated only when the version gates pass.", (
+        Field("capability", STRING, "A specifier over the compute capability, e.g. '>=12.0'.",
+              required=True, check=_specifier_problem),
+    ))
+    range_table = Table("[range]", "How the version range was found.", (
+        Field("established", STRING, "How the range was read from the published wheels"
+              " (a built-in patch writes this in its README.md instead).", default=""),
+        Field("test_with", MAP, "Versions the release matrix assumes for other"
+              " distributions: name -> version.", default={},
+              problem="range.test_with maps distribution names to version strings"),
+    ))
+    return Table("manifest", "A patch's manifest.toml (sglang-shims).", (
+        Field("id", STRING, "The patch id: its folder's name.", required=True,
+              pattern=PATTERNS["id"],
+              problem="id {value!r} must be lower-case letters, digits, '-' and '.'"),
+        Field("summary", STRING, "What breaks, for whom: one line.", required=True,
+              pattern=r"^\s*\S[^\n]*\s*$", problem="summary must be one non-empty line"),
+        Field("evidence", STRINGS, "https:// URLs of the issue, pull request or commit that"
+              " show the break (at least one).", required=True, min_items=1,
+              pattern=r"^https://",
+              problem="evidence must list at least one https:// URL (issue, PR or commit)"),
+        Field("default", STRING, "Whether the patch is on unless a toggle says otherwise.",
+              default="on", choices=("on", "off"),
+              problem="default must be 'on' or 'off', got {value!r}"),
+        Field("policy", STRING, "What a failure does: 'optional' logs it, 'required'"
+              " stops the target's import.", default="optional", choices=POLICIES,
+              problem="policy must be one of {choices}, got {value!r}"),
+        Field("changes", STRING, "What the patch changes (a built-in patch writes this in"
+              " its README.md instead).", default=""),
+        Field("code", STRING, "The code file, when it is not patch.py.", default=None),
+        Field("target", TABLE, target.doc, required=True, table=target),
+        Field("requires", MAP, gates.format("A version"), default={},
+              keys=_alternatives(PATTERNS["dist"]), problem=gate_problem),
+        Field("gpu", TABLE, gpu.doc, default=None, table=gpu),
+        Field("range", TABLE, range_table.doc, default={}, table=range_table),
+        Field("fingerprint", TABLES, fingerprint.doc, default=[], table=fingerprint),
+        Field("retire", TABLE, retire.doc, required=True, table=retire),
+        Field("provide", TABLES, provide.doc, default=[], table=provide),
+    ))
 
 
 def parse_gates(table: dict[str, Any], where: str) -> tuple[Gate, ...]:
@@ -317,7 +422,7 @@ def parse_gates(table: dict[str, Any], where: str) -> tuple[Gate, ...]:
         if not isinstance(spec, str):
             raise _fail(where, f"gate {key!r} must be a specifier string like '>=0.5,<0.6'")
         dists = tuple(d.strip() for d in key.split("|"))
-        bad = [d for d in dists if not _matches("dist", d)]
+        bad = [d for d in dists if not matches("dist", d)]
         if bad:
             raise _fail(where, f"gate {key!r} names an invalid distribution {bad[0]!r}")
         try:
@@ -328,144 +433,54 @@ def parse_gates(table: dict[str, Any], where: str) -> tuple[Gate, ...]:
     return tuple(gates)
 
 
-def _parse_fingerprint(table: Any, where: str) -> Fingerprint:
-    if not isinstance(table, dict):
-        raise _fail(where, "each [[fingerprint]] must be a table")
-    r = _Reader(table, where)
-    module = r.get("module", str)
-    if not all(_matches("module", m.strip()) for m in module.split("|")):
-        raise _fail(where, f"fingerprint module {module!r} is not a module name"
-                    " (or 'a | b': the first of them that exists)")
-    module = " | ".join(m.strip() for m in module.split("|"))
-    anchors = r.strings("anchors", ())
-    function = r.get("function", str, None)
-    sha = r.strings("sha256", ())
-    imports = r.get("imports", dict, None)
-    r.finish()
-    kinds = [bool(anchors), bool(sha), imports is not None]
-    if sum(kinds) != 1:
-        raise _fail(where, "a fingerprint needs exactly one of 'anchors', 'sha256', 'imports'")
-    if sha and not function:
-        raise _fail(where, "a 'sha256' fingerprint needs 'function' (a qualified name)")
-    if imports is not None:
-        ir = _Reader(imports, where + " imports")
-        src = ir.get("from", str)
-        names = ir.strings("names")
-        ir.finish()
-        return Fingerprint(module, import_from=src, import_names=names)
-    if any(not a for a in anchors):
-        raise _fail(where, "an anchor must not be empty")
-    return Fingerprint(module, anchors=anchors, function=function, sha256=sha)
-
-
-def _parse_retire(table: Any, where: str) -> Retire:
-    if not isinstance(table, dict):
-        raise _fail(where, "[retire] must be a table")
-    r = _Reader(table, where)
-    description = r.get("when", str)
-    exported = r.strings("exported", ())
-    installed = r.strings("installed", ())
-    versions = parse_gates(r.get("versions", dict, {}), where + " versions")
-    r.finish()
-    for sym in exported:
-        if not _matches("symbol", sym):
-            raise _fail(where, f"exported {sym!r} must look like 'module:name'")
-    if not (exported or installed or versions):
-        raise _fail(where, "needs at least one rule: 'exported', 'installed' or 'versions'")
-    return Retire(description, exported, installed, versions)
-
-
-def _parse_provide(table: Any, where: str) -> Provide:
-    if not isinstance(table, dict):
-        raise _fail(where, "each [[provide]] must be a table")
-    r = _Reader(table, where)
-    name = r.get("name", str)
-    out = Provide(
-        name=name,
-        exported_by=r.get("exported_by", str),
-        remedy=r.get("remedy", str),
-        provider_dists=r.strings("provider_dists", ()),
-        substitute=r.get("substitute", str, None),
-    )
-    r.finish()
-    if not name.isidentifier():
-        raise _fail(where, f"provide name {name!r} is not an identifier")
-    if out.substitute is not None and not _matches("symbol", out.substitute):
-        raise _fail(where, f"substitute {out.substitute!r} must look like 'module:name'")
-    return out
-
-
 def parse(data: dict[str, Any], where: str, folder: Path | None = None,
           source: str = "builtin") -> Manifest:
-    """Build a :class:`Manifest` from parsed TOML, or raise :class:`ManifestError`."""
-    r = _Reader(data, where)
-    patch_id = r.get("id", str)
-    if not _matches("id", patch_id):
-        raise _fail(where, f"id {patch_id!r} must be lower-case letters, digits, '-' and '.'")
+    """Build a :class:`Manifest` from parsed TOML, or raise :class:`ManifestError`.
+
+    :func:`table` checks every field; what it cannot state is checked here: the id is
+    its folder's name, the gates' specifiers parse, the patch has something to do."""
+    from .fields import TableError, read
+
+    try:
+        raw = read(table(), data, where)
+    except TableError as exc:
+        raise ManifestError(str(exc)) from None
+    patch_id = raw["id"]
     if folder is not None and folder.name != patch_id:
         raise _fail(where, f"id {patch_id!r} must equal its folder name {folder.name!r}")
-    summary = r.get("summary", str).strip()
-    if not summary or "\n" in summary:
-        raise _fail(where, "summary must be one non-empty line")
-    evidence = r.strings("evidence")
-    if not evidence or not all(e.startswith("https://") for e in evidence):
-        raise _fail(where, "evidence must list at least one https:// URL (issue, PR or commit)")
-    default_raw = r.get("default", str, "on")
-    if default_raw not in ("on", "off"):
-        raise _fail(where, f"default must be 'on' or 'off', got {default_raw!r}")
-    policy = r.get("policy", str, "optional")
-    if policy not in POLICIES:
-        raise _fail(where, f"policy must be one of {POLICIES}, got {policy!r}")
-    target_t = r.get("target", dict)
-    tr = _Reader(target_t, where + " [target]")
-    target = tr.get("module", str)
-    when = tr.get("when", str, "after")
-    tr.finish()
-    if not _matches("module", target):
-        raise _fail(where, f"target module {target!r} is not a module name")
-    if when not in WHEN:
-        raise _fail(where, f"target.when must be one of {WHEN}, got {when!r}")
-    requires = parse_gates(r.get("requires", dict, {}), where + " [requires]")
-    gpu_t = r.get("gpu", dict, None)
-    gpu = None
-    if gpu_t is not None:
-        gr = _Reader(gpu_t, where + " [gpu]")
-        gpu = gr.get("capability", str)
-        gr.finish()
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-        try:
-            SpecifierSet(gpu)
-        except InvalidSpecifier:
-            raise _fail(where, f"gpu.capability {gpu!r} must look like '>=12.0'") from None
-    fps = tuple(_parse_fingerprint(t, f"{where} [[fingerprint]] #{i + 1}")
-                for i, t in enumerate(r.get("fingerprint", list, [])))
-    retire = _parse_retire(r.get("retire", dict), where + " [retire]")
-    provides = tuple(_parse_provide(t, f"{where} [[provide]] #{i + 1}")
-                     for i, t in enumerate(r.get("provide", list, [])))
-    code = r.get("code", str, None)
-    range_t = r.get("range", dict, {})
-    rr = _Reader(range_t, where + " [range]")
-    range_note = rr.get("established", str, "")
-    test_with = rr.get("test_with", dict, {})
-    rr.finish()
-    if not all(isinstance(v, str) for v in test_with.values()):
-        raise _fail(where, "range.test_with maps distribution names to version strings")
-    changes = r.get("changes", str, "").strip()
-    r.finish()
+    retire = raw["retire"]
+    code = raw["code"]
     if code is None and folder is not None and (folder / "patch.py").is_file():
         code = "patch.py"
+    provides = tuple(Provide(p["name"], p["exported_by"], p["remedy"], p["provider_dists"],
+                             p["substitute"]) for p in raw["provide"])
+    when = raw["target"]["when"]
     if code is None and not provides:
         raise _fail(where, "a patch needs code (patch.py) or at least one [[provide]]")
     if when == "instead" and code is None:
         raise _fail(where, "a patch that stands in for its target (when = 'instead') needs"
                     " patch.py with unusable(ctx) and provide(ctx)")
     return Manifest(
-        id=patch_id, summary=summary, evidence=evidence, target=target, when=when,
-        default=default_raw == "on", policy=policy, retire=retire, changes=changes,
-        requires=requires, gpu=gpu, fingerprints=fps, provides=provides, code=code,
-        range_note=range_note, test_with=test_with, folder=folder, source=source,
+        id=patch_id, summary=raw["summary"].strip(), evidence=raw["evidence"],
+        target=raw["target"]["module"], when=when, default=raw["default"] == "on",
+        policy=raw["policy"], changes=raw["changes"].strip(),
+        retire=Retire(retire["when"], retire["exported"], retire["installed"],
+                      parse_gates(retire["versions"], where + " [retire] [versions]")),
+        requires=parse_gates(raw["requires"], where + " [requires]"),
+        gpu=raw["gpu"]["capability"] if raw["gpu"] else None,
+        fingerprints=tuple(_fingerprint(f) for f in raw["fingerprint"]), provides=provides,
+        code=code, range_note=raw["range"].get("established", ""),
+        test_with=dict(raw["range"].get("test_with", {})), folder=folder, source=source,
     )
+
+
+def _fingerprint(raw: dict[str, Any]) -> Fingerprint:
+    module = " | ".join(m.strip() for m in raw["module"].split("|"))
+    imports = raw["imports"]
+    if imports is not None:
+        return Fingerprint(module, import_from=imports["from"], import_names=imports["names"])
+    return Fingerprint(module, anchors=raw["anchors"], function=raw["function"],
+                       sha256=raw["sha256"])
 
 
 def load_text(text: str, where: str, folder: Path | None = None,

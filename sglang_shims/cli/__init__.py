@@ -26,7 +26,7 @@ SCHEMA = 1
 ISSUES_URL = "https://github.com/sglang-shims/sglang-shims/issues"
 DESCRIPTION = ("Import-time compatibility patches for SGLang: diagnose this environment, "
                "list and explain the patches, check their fingerprints, summarise a run, "
-               "and launch sglang with the shims.")
+               "start a new patch, and launch sglang with the shims.")
 
 
 class ExitCode(enum.IntEnum):
@@ -135,9 +135,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     lines += ["  -> " + line for line in view.judged.fingerprints]
     if m.fingerprints and not view.judged.fingerprints:
         lines.append("  -> not checked here (the patch would not act)")
-    lines += ["", "what it changes:", *_render.paragraph(m.changes)]
-    if m.range_note:
-        lines += ["", "how the range was established:", *_render.paragraph(m.range_note)]
+    lines += ["", "what it changes:", *_render.paragraph(data["changes"])]
+    if data["range"]:
+        lines += ["", "how the range was established:", *_render.paragraph(data["range"])]
     if data["code"]:
         lines += ["", f"code: {data['code']}"]
     _emit(args, data, "\n".join(lines))
@@ -245,6 +245,22 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from . import new as _new
+
+    try:
+        data = _new.create(args.id, args.target, args.when,
+                           None if args.folder is None else Path(args.folder),
+                           None if args.tests is None else Path(args.tests))
+    except _new.Refused as exc:
+        print(f"sglang-shims new: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    _emit(args, data, _new.text(data))
+    return ExitCode.OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sglang-shims", description=DESCRIPTION,
@@ -279,6 +295,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("fingerprint", "print a module's file and a function's source hash (for manifests)")
     p.add_argument("target", metavar="MODULE[:QUALNAME]")
     p.set_defaults(func=cmd_fingerprint)
+    p = add("new", "start a patch: its folder (manifest, patch.py, README) and a test")
+    p.add_argument("id", metavar="ID", help="the patch id (lower-case, '-' and '.')")
+    p.add_argument("--target", required=True, metavar="MODULE",
+                   help="the module whose import runs the patch")
+    p.add_argument("--when", choices=("before", "after"), default="after",
+                   help="run before or after the target's body (default: after)")
+    p.add_argument("--folder", metavar="DIR",
+                   help="where the patch folder goes (default: patches)")
+    p.add_argument("--tests", metavar="DIR",
+                   help="where its test goes (default: tests/patches)")
+    p.set_defaults(func=cmd_new)
     # Listed for --help only: main() hands `launch ...` to the launcher before argparse.
     sub.add_parser("launch", help="run sglang (or a script / module) with the shims; "
                                   "`sglang-shims launch --help` for its options")

@@ -6,6 +6,7 @@ everywhere and a test can insist that the committed copy is current.
 
 from __future__ import annotations
 
+from ..catalog import prose as _prose
 from ..catalog.manifest import Manifest
 from .survey import Survey
 
@@ -45,17 +46,19 @@ def patches_markdown(survey: Survey) -> str:
                    f"{_cell(_gates(m))} | {'on' if m.default else 'off'} | "
                    f"{_cell(m.retire.description)} |\n")
     for m in builtin:
+        prose = _prose.of(m)
         out += [f"\n## {m.id}\n\n", f"{_one_line(m.summary)}\n\n",
                 f"- **Target:** `{m.target}` ({m.when} its body runs); policy `{m.policy}`,"
                 f" default {'on' if m.default else 'off'}\n",
                 f"- **Affected versions:** {_gates(m)}\n",
                 f"- **Evidence:** {', '.join(f'<{e}>' for e in m.evidence)}\n",
                 f"- **Retired when:** {_one_line(m.retire.description)}\n"]
-        if m.changes:
-            out.append(f"- **What it changes:** {_one_line(m.changes)}\n")
+        if prose.changes:
+            out.append(f"- **What it changes:** {_one_line(prose.changes)}\n")
         if m.fingerprints:
             out.append("- **Fingerprints:** "
                        + "; ".join(_one_line(fp.describe()) for fp in m.fingerprints) + "\n")
-        if m.range_note:
-            out.append(f"- **How the range was established:** {_one_line(m.range_note)}\n")
+        if prose.established:
+            out.append(f"- **How the range was established:**"
+                       f" {_one_line(prose.established)}\n")
     return "".join(out)

@@ -69,6 +69,9 @@ class Summary:
     """multiprocessing's resource tracker and fork server: listed, never counted."""
     user: str = field(default_factory=_trust.whoami)
     """Whose reports these are: only files of the current user are read."""
+    untested: dict[str, list[str]] = field(default_factory=dict)
+    """patch id -> why it was judged on releases newer than the catalog's data (a note,
+    not a problem: the patch's gates admit them, nothing has checked them yet)."""
     models: list[dict[str, Any]] = field(default_factory=list)
     """The models processes served through an applied kernel patch, with their op
     verdicts (``details["models"]``): one entry per patch, model and verdict, with the
@@ -89,7 +92,7 @@ class Summary:
                             for pid, states in sorted(self.patches.items())},
                 "helpers": self.helpers, "unreadable": self.unreadable,
                 "problems": self.problems, "models": self.models,
-                "user": self.user}
+                "untested": self.untested, "user": self.user}
 
     def text(self) -> str:
         if not self.processes:
@@ -113,7 +116,10 @@ class Summary:
                f"{helpers})",
                "", procs, "",
                _table.table(["patch", "verdict", "processes that differ"], rows, wrap={2})]
-        return "\n".join(out + [model_line(m) for m in self.models] + self._notes())
+        untested = [f"judged on untested ground: {pid}: {'; '.join(lines)}"
+                    for pid, lines in sorted(self.untested.items())]
+        return "\n".join(out + [model_line(m) for m in self.models] + untested
+                         + self._notes())
 
     def _notes(self) -> list[str]:
         return ([f"problem: {p}" for p in self.problems]
@@ -226,6 +232,10 @@ def aggregate(directory: Path) -> Summary:
                 {"pid": process.get("pid"), "role": process.get("role"),
                  "reason": entry.get("reason", "")})
             _add_models(summary, process, patch_id, entry)
+            for line in entry.get("untested", []) or []:
+                found = summary.untested.setdefault(patch_id, [])
+                if isinstance(line, str) and line not in found:
+                    found.append(line)
             if state in NOT_IN_EFFECT:
                 summary.problems.append(
                     f"{patch_id} {state} in pid {process.get('pid')}: {entry.get('reason')}")

@@ -14,6 +14,7 @@ from typing import Any
 from .. import _toggles
 from .._bootstrap import env as env_var
 from ..catalog import load as _catalog
+from ..catalog import prose as _prose
 from ..catalog.manifest import Manifest
 from ..engine.gates import Environment
 from ..engine.judge import Assessment, assess
@@ -42,12 +43,13 @@ class PatchView:
             "source": m.source,
         }
         if full:
+            prose = _prose.of(m)
             out.update({
                 "when": m.when,
                 "enabled": self.enabled,
                 "toggle": self.toggle,
-                "changes": m.changes,
-                "range": m.range_note,
+                "changes": prose.changes,
+                "range": prose.established,
                 "retire": {"when": m.retire.description, "exported": list(m.retire.exported),
                            "installed": list(m.retire.installed),
                            "versions": {g.label: g.spec for g in m.retire.versions}},

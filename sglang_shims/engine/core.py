@@ -82,7 +82,7 @@ class Engine:
         for manifest in self.manifests.values():
             on, by = self.toggles.decide(manifest.id, manifest.default)
             self.enabled[manifest.id] = (on, by)
-            self.records[manifest.id] = self._fresh(manifest, on, by)
+            self.records[manifest.id] = self._new_record(manifest, on, by)
         for folder, error in self.catalog.errors.items():
             # a refused extra folder may carry a built-in's name: never hide the built-in
             key = folder if folder not in self.records else f"{folder} (extra folder)"
@@ -116,7 +116,7 @@ class Engine:
     # -- state ---------------------------------------------------------------------------
 
     @staticmethod
-    def _fresh(manifest: Manifest, on: bool, by: str) -> Record:
+    def _new_record(manifest: Manifest, on: bool, by: str) -> Record:
         state, reason = (State.PENDING, f"waiting for {manifest.target} to be imported") if on \
             else (State.DISABLED, f"disabled by {by}")
         return Record(
@@ -144,8 +144,22 @@ class Engine:
                 entry = record.as_dict()
                 entry["proxies"] = {name: proxy.report() for name, proxy in self.proxies.items()
                                     if proxy.patch_id == patch_id}
+                untested = self.untested_ground(record)
+                if untested:
+                    entry["untested"] = untested
                 out[patch_id] = entry
             return out
+
+    def untested_ground(self, record: Record) -> list[str]:
+        """Why a judged patch was judged on releases newer than the catalog's data (its
+        gates are open-ended there): one line per such distribution, else none."""
+        manifest = self.manifests.get(record.id)
+        if manifest is None or record.state in (State.PENDING, State.DISABLED):
+            return []
+        from ..catalog import tested
+
+        return tested.untested([d for gate in manifest.requires for d in gate.dists],
+                               self.env.version)
 
     def observed(self) -> dict[str, Record]:
         """The records, checked against the modules as they are now (:func:`observe.seen`)."""
@@ -175,8 +189,7 @@ class Engine:
         """A fresh journal for one patch on ``module``, sharing this process's claims."""
         from .journal import PatchContext
 
-        return PatchContext(manifest, module, self.env.versions, self.claims,
-                            gpus=self.env.gpu, cause=cause)
+        return PatchContext(manifest, module, self.env, self.claims, cause=cause)
 
     def changed(self) -> None:
         """Tell the process that records changed (see :attr:`on_change`)."""
@@ -222,7 +235,7 @@ class Engine:
         elif phase == "after":
             standin.real_module_served(self, name)
         for manifest in self.triggered_by(name, phase):
-            self.run(manifest, module)
+            self.judge_and_apply(manifest, module)
         if phase == "after":
             self.loading.discard(name)
             watcher = self.boot.watcher
@@ -232,7 +245,7 @@ class Engine:
 
     # -- judging and applying ------------------------------------------------------------
 
-    def run(self, manifest: Manifest, module: ModuleType, late: bool = False) -> None:
+    def judge_and_apply(self, manifest: Manifest, module: ModuleType, late: bool = False) -> None:
         """Decide and apply one patch; only the first caller per process gets to."""
         with self.lock:
             record = self.records[manifest.id]
@@ -395,7 +408,7 @@ class Engine:
                 self.records[manifest.id].notes.append(
                     f"{manifest.target} was still being imported when install() ran")
                 continue
-            self.run(manifest, module, late=True)
+            self.judge_and_apply(manifest, module, late=True)
 
     def revert(self) -> list[str]:
         """Undo every applied patch, newest first; returns undo errors, if any."""
@@ -421,7 +434,7 @@ class Engine:
             for patch_id, record in self.records.items():
                 if record.state is State.REVERTED:
                     on, by = self.enabled[patch_id]
-                    self.records[patch_id] = self._fresh(self.manifests[patch_id], on, by)
+                    self.records[patch_id] = self._new_record(self.manifests[patch_id], on, by)
 
     def summarise(self) -> None:
         """Log one line of counts per state, once (all watched modules imported, or exit)."""

@@ -15,17 +15,19 @@ nested container, another module) is undone only when made through ``ctx``, and
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import sys
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import _bootstrap
 from .._errors import ConflictError
 from ..catalog.manifest import Manifest
+
+if TYPE_CHECKING:
+    from .gates import Environment
 
 _MISSING = object()
 
@@ -37,14 +39,11 @@ class Retired(Exception):
 class PatchContext:
     """What a patch's ``apply(ctx)`` gets: the target and journaled ways to change things."""
 
-    def __init__(self, manifest: Manifest, module: ModuleType,
-                 versions: dict[str, str | None],
+    def __init__(self, manifest: Manifest, module: ModuleType, env: Environment | None = None,
                  claims: dict[tuple[int, str], str] | None = None, *,
-                 gpus: Callable[[], Sequence[tuple[int, int]]] | None = None,
                  cause: str = "") -> None:
         self.manifest = manifest
         self.module = module
-        self.versions = versions
         self.log = logging.getLogger(f"sglang_shims.patch.{manifest.id}")
         self.notes: list[str] = []
         self.details: dict[str, Any] = {}
@@ -56,7 +55,12 @@ class PatchContext:
         # a second patch touching the same place is refused, never silently chained.
         self._claims = {} if claims is None else claims
         self._mine: list[tuple[int, str]] = []
-        self._gpus = gpus if gpus is not None else _detected_gpus
+        if env is None:
+            from .gates import Environment
+
+            env = Environment()
+        # the engine's: what the gates read, each version and the GPUs looked up once
+        self._env = env
 
     # -- facts ------------------------------------------------------------------------
 
@@ -79,7 +83,18 @@ class PatchContext:
         does for the ``[gpu]`` gate), so patches never import the engine's private modules
         and never run ``nvidia-smi`` twice.
         """
-        return list(self._gpus())
+        return list(self._env.gpu())
+
+    def version(self, dist: str) -> str | None:
+        """The installed version of the distribution ``dist``; ``None`` when it is not
+        installed.
+
+        The engine's answer, the one the manifest's gates were judged by: each
+        distribution's metadata is read once per process, whichever patch asks, so a patch
+        never calls ``importlib.metadata`` itself.  For the kernel, ask for each name of
+        :data:`sglang_shims.patching.KERNEL_DISTS` in order.
+        """
+        return self._env.version(dist)
 
     def _claim(self, obj: Any, name: str, label: str) -> None:
         key = (id(obj), str(name))
@@ -239,13 +254,6 @@ def interrupted(exc: BaseException, manifest: Manifest, during: str,
     return (f"interrupted by {type(exc).__name__} while {during}"
             f" ({where_in_patch(exc, manifest).rstrip(': ') or manifest.id})"
             + ("; rolled back" if rolled_back else ""))
-
-
-@functools.cache
-def _detected_gpus() -> tuple[tuple[int, int], ...]:
-    from .gates import detect_gpus
-
-    return tuple(detect_gpus()[0])
 
 
 def _raw_attribute(obj: Any, name: str) -> Any:

@@ -30,11 +30,12 @@ def seen(record: Record, current: ModuleType | None,
     """
     if current is not None and record.state is State.APPLIED:
         why = stale(record.target, current, patched)
-        return record.but(state=State.STALE, reason=why) if why else record
+        return record.replace(state=State.STALE, reason=why) if why else record
     if current is not None and record.state is State.PENDING:
         if loading:
-            return record.but(reason=f"{record.target} is being imported")
-        return record.but(state=State.BYPASSED, reason=bypassed(record.target, current, watcher))
+            return record.replace(reason=f"{record.target} is being imported")
+        return record.replace(state=State.BYPASSED,
+                              reason=bypassed(record.target, current, watcher))
     return record
 
 

@@ -104,6 +104,8 @@ def write_report(engine: Engine) -> None:
         data = record.payload(engine.observed(), engine.origin, engine.warnings, engine.timing)
         for patch_id, entry in engine.status().items():
             data["patches"][patch_id]["proxies"] = entry["proxies"]
+            if "untested" in entry:
+                data["patches"][patch_id]["untested"] = entry["untested"]
         record.write(directory, data)
     except Exception as exc:
         if not _report_failed:

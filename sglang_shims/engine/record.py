@@ -90,7 +90,7 @@ class Record:
     def __repr__(self) -> str:
         return f"Record({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
 
-    def but(self, **changes: Any) -> Record:
+    def replace(self, **changes: Any) -> Record:
         """A copy with some fields changed (the record itself stays as the engine made it)."""
         values = {f: getattr(self, f) for f in self.FIELDS}
         values.update(changes)

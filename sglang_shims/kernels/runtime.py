@@ -90,7 +90,7 @@ def _pdl_device(index: int) -> bool:
     import torch
 
     major, _minor = torch.cuda.get_device_capability(None if index < 0 else index)
-    return major >= 9
+    return int(major) >= 9
 
 
 def cdiv(a: int, b: int) -> int:

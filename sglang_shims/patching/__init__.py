@@ -7,7 +7,8 @@ be rolled back and reported.  The helpers here are the shapes patches kept writi
 themselves: reading an argument of a wrapped call (:func:`argument`), showing values while
 one call runs (:func:`temporarily`), a class built in a patch that must look like its
 module's own (:func:`module_level`) and the recurring transformers-5 fixes
-(:func:`keep_as_class_attributes`, :func:`tie_nothing`).
+(:func:`keep_as_class_attributes`, :func:`tie_nothing`).  :data:`KERNEL_DISTS` names the
+kernel's two distributions in the order to ask ``ctx.version`` about them.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from ..engine.journal import PatchContext, Retired
 from ..engine.proxy import OptionalSymbol
 from .calls import Argument, argument, temporarily
 from .classes import module_level
+from .dists import KERNEL_DISTS
 from .transformers5 import keep_as_class_attributes, tie_nothing
 
-__all__ = ["Argument", "MissingSymbolError", "OptionalSymbol", "PatchContext", "PatchModule",
-           "Retired", "StandInModule", "Wrapper", "argument", "keep_as_class_attributes",
-           "module_level", "temporarily", "tie_nothing"]
+__all__ = ["KERNEL_DISTS", "Argument", "MissingSymbolError", "OptionalSymbol", "PatchContext",
+           "PatchModule", "Retired", "StandInModule", "Wrapper", "argument",
+           "keep_as_class_attributes", "module_level", "temporarily", "tie_nothing"]
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 """What ``ctx.wrap`` takes: ``wrapper(wrapped, instance, args, kwargs)``, as in wrapt."""

@@ -7,7 +7,7 @@ applied (rolled back, reported), not at the first call.  :func:`temporarily` sho
 on an object or mapping while one call runs and puts back exactly what was there before,
 present or absent, when it returns or raises.
 
-Both replace code that patches used to write for themselves, each a little differently.
+Both are shapes that recur across patches; one helper each keeps them alike.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 real sglang wheels.
 
 Opt in from a ``conftest.py``: ``pytest_plugins = ["sglang_shims.testing.pytest_plugin"]``.
-(It is deliberately not a ``pytest11`` entry point: the ``.pth`` hook imports
-``sglang_shims`` at interpreter start, which would make pytest warn in every project
-of the environment that it cannot rewrite a plugin package imported that early.)
+(It is deliberately not a ``pytest11`` entry point: that would load it into every pytest
+run of the environment, in projects that never test a patch, fixtures that download
+wheels included.)
 Then::
 
     def test_my_patch(standin_kernel, sglang_release):
@@ -56,6 +56,8 @@ def pypi_release() -> Callable[[str, str], Path]:
     def get(dist: str, version: str) -> Path:
         try:
             return wheels.unpack(dist, version)
+        except wheels.NotServed as exc:
+            pytest.skip(f"the package index could not serve {dist}=={version}: {exc}")
         except RuntimeError as exc:
             pytest.fail(str(exc))
 

@@ -40,7 +40,7 @@ def test_list_json_static(env051: tuple[Path, ...]) -> None:
     fused = patches["sgl-kernel-fused-marlin-moe"]
     assert fused["state"] == "would-apply"
     assert fused["evidence"] and all(e.startswith("https://") for e in fused["evidence"])
-    assert fused["gates"] == {"sglang": ">=0.4.9.post3,<0.5.6", "sgl-kernel | sglang-kernel":
+    assert fused["gates"] == {"sglang": ">=0.4.9.post3,<0.5.6", "sglang-kernel | sgl-kernel":
                               ">=0.3.18"}
     renamed = patches["sgl-kernel-dist-renamed"]
     assert renamed["state"] == "not-applicable"

@@ -309,40 +309,6 @@ class TestExtraTargets:
         assert out.json() == [[], 2], out.stderr
 
 
-def test_stage_one_wakes_in_a_real_interpreter(tmp_path: Path) -> None:
-    """The generated .pth line, run as site runs it: nothing loaded until a watched root."""
-    write_package(tmp_path, {"sgl_kernel/__init__.py": "X = 1\n"})
-    line = (PACKAGE / "_activation" / "sglang_shims.pth").read_text().splitlines()[1]
-    out = run_python(line + "\nimport json, sys\n"
-                     "before = [m for m in sys.modules if 'shims' in m]\n"
-                     "import sgl_kernel\n"
-                     "import sglang_shims._bootstrap as b\n"
-                     "print(json.dumps([before, b.BOOT.origin, b.active(),"
-                     " 'sglang_shims.engine' in sys.modules]))\n",
-                     paths=(tmp_path,), activate=False)
-    assert out.json() == [[], "pth", "pth", True], out.stderr
-
-
-def test_bootstrap_is_loaded_from_where_site_found_it(tmp_path: Path) -> None:
-    """A ``sglang_shims`` folder in the current directory is not what wakes up."""
-    write_package(tmp_path / "pkgs", {"sgl_kernel/__init__.py": "X = 1\n"})
-    planted = tmp_path / "cwd" / "sglang_shims"
-    planted.mkdir(parents=True)
-    (planted / "__init__.py").write_text("raise SystemExit('planted package ran')\n")
-    (planted / "_bootstrap.py").write_text("raise SystemExit('planted bootstrap ran')\n")
-    line = (PACKAGE / "_activation" / "sglang_shims.pth").read_text().splitlines()[1]
-    # as at interpreter start: site runs the line before '' (the current directory) is
-    # put first on sys.path for -c
-    code = ("import sys\nsys.path.remove('')\n" + line
-            + "\nsys.path.insert(0, '')\nimport sgl_kernel, sglang_shims\n"
-            "print(sglang_shims.__file__)\n")
-    out = run_python(code, paths=(tmp_path / "pkgs",), activate=False, cwd=tmp_path / "cwd")
-    assert "planted" not in out.stdout + out.stderr and out.returncode == 0, out.stderr
-    assert out.stdout.strip() == str(PACKAGE / "__init__.py")
-
-
-
-
 @given(version=st.from_regex(r"\Av?[0-9]{1,2}(\.[0-9]{1,2}){0,3}((a|b|rc)[0-9])?(\.post[0-9])?"
                              r"(\.dev[0-9])?(\+[a-z0-9]{1,4})?\Z", fullmatch=True),
        clauses=st.lists(st.tuples(
@@ -380,20 +346,3 @@ def test_report_and_status_carry_the_wake_timing(tmp_path: Path) -> None:
     timing = json.loads(report.read_text())["timing"]
     assert 0 < timing["wake_ms"] < 10_000 and timing["judge_ms"] >= judged[
         "sgl-kernel-fused-marlin-moe"]
-
-
-def test_extra_folders_wake_nothing_at_start(tmp_path: Path) -> None:
-    """With SGLANG_SHIMS_PATH set, what site itself imports (sitecustomize, and pwd on
-    Python 3.12 when HOME is unset: built-in modules) wakes nothing; the first other import
-    does, and only the bootstrap wakes then, not the engine."""
-    (tmp_path / "extra").mkdir(mode=0o700)
-    line = (PACKAGE / "_activation" / "sglang_shims.pth").read_text().splitlines()[1]
-    out = run_python(line + "\nimport sys\n"
-                     "sys.modules.pop('pwd', None)\nimport pwd\n"
-                     "before = [m for m in sys.modules if 'shims' in m]\n"
-                     "import json.decoder, json, colorsys\n"
-                     "after = [m for m in sys.modules if 'shims' in m]\n"
-                     "print(json.dumps([before, 'sglang_shims._bootstrap' in after,"
-                     " 'sglang_shims.engine' in after]))\n",
-                     env={"SGLANG_SHIMS_PATH": str(tmp_path / "extra")}, activate=False)
-    assert out.json() == [[], True, False], out.stderr

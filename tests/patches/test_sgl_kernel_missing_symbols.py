@@ -27,18 +27,19 @@ from packaging.version import Version
 
 from sglang_shims.catalog.manifest import load_text
 from sglang_shims.engine import journal
+from sglang_shims.engine.gates import Environment
 from sglang_shims.engine.journal import PatchContext, Retired
 from sglang_shims.kernels.surface import symbols
 from sglang_shims.testing import standin, wheels
 
 from ..support.programs import program
+from ..support.releases import WHEEL_SAMPLE
 from ..support.run import REPO, run_python
 from ..support.scripts import load_script
 
 PATCH = REPO / "patches" / "sgl-kernel-missing-symbols"
 SCAN = load_script("tools/regen_kernel_symbols.py", "regen_kernel_symbols")
-SAMPLE = ["0.4.2", "0.4.3.post2", "0.4.6", "0.4.9.post3", "0.5.1", "0.5.5", "0.5.9", "0.5.10",
-          "0.5.16", "0.5.23"]
+SAMPLE = WHEEL_SAMPLE  # the releases whose real wheels the suite reads
 
 
 def _patch() -> types.ModuleType:
@@ -146,7 +147,8 @@ def test_every_pair_of_the_data() -> None:
 
 def _ctx(module: types.ModuleType, sglang: str, kernel: str) -> PatchContext:
     manifest = load_text((PATCH / "manifest.toml").read_text(), str(PATCH), PATCH)
-    return PatchContext(manifest, module, {"sglang": sglang, "sgl-kernel": kernel})
+    return PatchContext(manifest, module,
+                        Environment({"sglang": sglang, "sgl-kernel": kernel}, hermetic=True))
 
 
 def test_apply_supplies_and_explains() -> None:

@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 
 from sglang_shims.kernels.standin import sglang_jit  # noqa: E402
 
-from .._triton import load_triton, select_backend  # noqa: E402
+from ..support.kernels import load_triton, select_backend  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
 NO_TRITON = load_triton(("ops.rope.triton", "ops.activation.triton"), HAS_CUDA)

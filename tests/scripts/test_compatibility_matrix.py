@@ -22,6 +22,7 @@ from sglang_shims.engine.gates import Environment
 from tools.matrix import render, run
 
 from ..support.run import need
+from ..support.stacks import locked_overlay
 
 # A sample that spans the patch ranges, each cell with no kernel installed:
 # 0.5.5 stock (fails: the kernel is missing) and with the shims (the fallback serves the
@@ -79,7 +80,27 @@ TVM_FFI_REMOVED = (  # sglang 0.5.3.post1: flashinfer-python 0.4.0's pin, gone f
     " apache-tvm-ffi==0.1.0b15, we can conclude that flashinfer-python==0.4.0 cannot be used.")
 
 
+# transformers 5.25.0 (2026-12-01) against sglang's own pins, as uv words it for sglang
+# 0.5.17 and 0.5.13, and for 0.5.23 (its tokenizers pin outgrown by 5.25.0's hub).
+KERNELS_CONFLICT = (
+    "cause: Because transformers>=5.25.0 depends on kernels>=0.19.1,<0.20 and you require"
+    " kernels>=0.14.1,<0.15, we can conclude that your requirements and transformers>=5.25.0"
+    " are incompatible.")
+KERNELS_CONFLICT_DERIVED = (
+    "cause: Because transformers>=5.25.0 depends on kernels>=0.19.1,<0.20 and you require"
+    " transformers==5.25.0, we can conclude that you require kernels>=0.19.1,<0.20.\n"
+    "         And because you require kernels>=0.14.1,<0.15, we can conclude that your"
+    " requirements are unsatisfiable.")
+HUB_CONFLICT = (
+    "cause: Because tokenizers==0.23.2 depends on huggingface-hub>=0.16.4,<2.0 and"
+    " transformers>=5.25.0 depends on huggingface-hub>=2.4.0,<3.0, we can conclude that"
+    " tokenizers==0.23.2 and transformers>=5.25.0 are incompatible.")
+
+
 @pytest.mark.parametrize(("error", "done", "expected"), [
+    (KERNELS_CONFLICT, [], ["kernels>=0.19.1,<0.20"]),
+    (KERNELS_CONFLICT_DERIVED, [], ["kernels>=0.19.1,<0.20"]),
+    (HUB_CONFLICT, [], ["tokenizers>=0.23.2"]),
     (TOKENIZERS_CONFLICT, [], ["tokenizers>=0.23.1,<0.24.0"]),
     (CUDA_TILE_PLACEHOLDER, [], ['cuda-tile; sys_platform == "never"']),
     (TVM_FFI_REMOVED, [], ["flashinfer-python==0.4.0rc3"]),
@@ -200,6 +221,16 @@ def test_doctor_says_what_the_matrix_saw(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "4.55.2" in bad.remedy
 
 
+def test_doctor_says_a_release_newer_than_the_matrix_is_untested(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    (finding,) = _doctor(monkeypatch, _matrix(), sglang="0.9.0")
+    assert finding.level == "info"
+    assert finding.detail.startswith("sglang 0.9.0 is newer than the tested matrix (newest"
+                                     " tested: 0.5.1); ")
+    assert "patches apply by range" in finding.detail or "patch apply" in finding.detail
+    assert "sglang-shims status" in finding.remedy
+
+
 @pytest.mark.parametrize(("versions", "words"), [
     ({"sglang": "0.5.2"}, "was not run yet"),
     ({"sglang": "0.4.9"}, "is not in the compatibility matrix"),
@@ -225,7 +256,7 @@ def test_shipped_data_reads_for_every_cell(monkeypatch: pytest.MonkeyPatch) -> N
     for release, entry in data["releases"].items():
         for cell in entry["cells"]:
             tf = entry["pins"].get("transformers") if cell["transformers"] == "pinned" \
-                else data["index"]["transformers5"]
+                else entry["versions"].get("transformers5", data["index"]["transformers5"])
             kernel = None if cell["kernel"] == "none" else entry["kernels"][cell["kernel"]]
             versions = {"sglang": release, "transformers": tf, "sgl-kernel": kernel}
             findings = _doctor(monkeypatch, data, **versions)
@@ -252,8 +283,9 @@ def sample_data() -> dict[str, Any]:
 @pytest.mark.wheels
 @pytest.mark.parametrize(("release", "flavour", "mode"), CI_SAMPLE)
 def test_ci_sample(release: str, flavour: str, mode: str, sample_data: dict[str, Any]) -> None:
-    """One real cell per line of CI_SAMPLE (no kernel installed): it ends as the committed
-    run recorded, and with the shims it never fails."""
+    """One real cell per line of CI_SAMPLE (no kernel installed), in the environment the
+    run recorded (its lock): it ends as the committed run recorded, and with the shims it
+    never fails."""
     for module in ("torch", "transformers", "fastapi", "zmq", "uv"):
         need(module)
     from sglang_shims.testing import wheels
@@ -262,8 +294,8 @@ def test_ci_sample(release: str, flavour: str, mode: str, sample_data: dict[str,
     assert entry is not None, f"{release} is missing from the committed matrix"
     recorded = render.verdict(render.cell_of(entry, flavour, "none", mode))
     root = wheels.unpack("sglang", release)
-    tf = None if flavour == "pinned" else sample_data["index"]["transformers5"]
-    extra = run.overlay(release, root, tf)
+    tf = None if flavour == "pinned" else entry["versions"]["transformers5"]
+    extra = locked_overlay(release, root, tf)  # the environment the run recorded
     cell = run._trim(run.run_cell([extra / "site", root], shims=mode == "shims", model=True))
     assert render.verdict(cell) == recorded, json.dumps(cell, indent=1)[-3000:]
     if mode == "shims":
@@ -334,3 +366,19 @@ def test_cell_processes_the_overlays_pth_files(tmp_path: Path) -> None:
         proc = subprocess.run([sys.executable, "-S", "-c", prefix + code], env=env,
                               capture_output=True, text=True, check=False)
         assert (proc.returncode == 0) is importable, proc.stderr[-500:]
+
+
+def test_shipped_part_answers_as_the_full_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """doctor ships only what its check reads of the matrix: for every committed cell it
+    says exactly what it says from the full record (tools/matrix/compatibility.json)."""
+    full, shipped = run.load(), tested.matrix()
+    assert len(json.dumps(shipped)) < len(json.dumps(full)) / 3
+    for release, entry in full["releases"].items():
+        for cell in entry["cells"]:
+            tf = entry["pins"].get("transformers") if cell["transformers"] == "pinned" \
+                else entry["versions"].get("transformers5")
+            kernel = None if cell["kernel"] == "none" else entry["kernels"][cell["kernel"]]
+            versions = {"sglang": release, "transformers": tf, "sgl-kernel": kernel,
+                        "torch": "2.13.0"}
+            assert _doctor(monkeypatch, shipped, **versions) == \
+                _doctor(monkeypatch, full, **versions), (release, cell)

@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from tools.refresh import _compare, _gitsource, kernel_exports
 from tools.refresh._pysurface import exports, surface, top_level_names
@@ -346,3 +347,40 @@ def test_changes_lists_each_differing_version() -> None:
            "3": {"commit": None, "wheel": "w", "exports": [], "submodules": {}}}
     assert _compare.changes(old, new) == [
         "1: +y -x +module n +m.q", "3: new", "2: gone"]
+
+
+# -- the shipped, compact copy -----------------------------------------------------------
+
+def test_the_shipped_file_answers_as_the_full_record() -> None:
+    """The package ships each name once with its runs of versions; every public answer of
+    the reader is what the full record (tools/refresh/data) gives."""
+    from sglang_shims.kernels.surface import exports as shipped
+
+    full = json.loads(kernel_exports.default_output().read_text(encoding="utf-8"))["versions"]
+    assert shipped.surfaces() == full and list(shipped.surfaces()) == list(full)
+    assert shipped.versions() == list(full)
+    for version, record in full.items():
+        top = {e for e in record["exports"] if not e.startswith("*")}
+        stars = [e.split(".", 1)[1] for e in record["exports"] if e.startswith("*sgl_kernel.")]
+        bound = top.union(*(record["submodules"].get(s, []) for s in stars))
+        assert shipped.bound(version + "+cu128") == bound | {
+            s.split(".", 1)[0] for s in record["submodules"]}
+        public = set(shipped.names(top)).union(
+            *(shipped.names(record["submodules"].get(s, [])) for s in stars))
+        assert shipped.exported(version) == public
+    assert shipped.bound("0.0.0") is None
+    for pin in [None, "0.0.1", "0.3.9", "0.3.21.post1", "0.4.5.post9", "9.9", "x"]:
+        known = [v for v in full if "+" not in v]
+        older = [v for v in known if pin and v[0].isdigit() and pin[0].isdigit()
+                 and Version(v) <= Version(pin)]
+        expected = pin if pin in full else max(older or known, key=Version)
+        assert shipped.choose_surface(pin) == expected, pin
+
+
+def test_the_compact_form_round_trips_runs() -> None:
+    assert kernel_exports._runs([0, 1, 2, 5, 7, 8]) == "0-2 5 7-8"
+    data = _sample(["0.3.9", "0.3.10", "0.4.7"])
+    text = kernel_exports.compact(data)
+    compact = json.loads(text)
+    assert list(compact["versions"]) == ["0.3.9", "0.3.10", "0.4.7"]
+    assert all(isinstance(runs, str) for runs in compact["exports"].values())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -20,10 +21,36 @@ FAKE_SGLANG = {
 }
 
 
+PINNED = ("pip", "packaging", "wrapt", "tomli", "importlib-resources", "hatchling")
+"""What an install into a test venv may fetch besides the wheel under test: each pinned to
+the version this environment has (``PIP_CONSTRAINT``/``UV_CONSTRAINT``), so that a test
+venv never resolves against the index of the hour."""
+
+
+def constraints() -> Path:
+    """A constraints file pinning :data:`PINNED` as installed here (written once)."""
+    import tempfile
+    from importlib import metadata
+
+    path = Path(tempfile.gettempdir()) / f"sglang-shims-test-constraints-{os.getpid()}.txt"
+    if not path.exists():
+        lines = []
+        for dist in PINNED:
+            try:
+                lines.append(f"{dist}=={metadata.version(dist)}\n")
+            except metadata.PackageNotFoundError:
+                continue
+        path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
 def sh(*cmd: str | Path, env: dict[str, str] | None = None, check: bool = True,
        timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = dict(env or clean_env())
+    for name in ("PIP_CONSTRAINT", "UV_CONSTRAINT"):
+        env.setdefault(name, str(constraints()))
     result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
-                            env=env or clean_env(), check=False)
+                            env=env, check=False)
     if check and result.returncode != 0:
         raise AssertionError(f"{cmd} failed:\n{result.stdout}\n{result.stderr}")
     return result

@@ -30,8 +30,11 @@ def test_allow_list_is_short_and_external() -> None:
 
 
 def test_every_allowed_reason_is_used_by_a_test() -> None:
-    """No stale entry: each prefix is the start of a skip reason some test gives."""
-    sources = "\n".join(p.read_text(encoding="utf-8") for p in TESTS.rglob("test_*.py"))
+    """No stale entry: each prefix is the start of a skip reason some test (or a fixture
+    of tests/support or sglang_shims.testing) gives."""
+    files = [*TESTS.rglob("test_*.py"), *(TESTS / "support").glob("*.py"),
+             *(TESTS.parent / "sglang_shims" / "testing").glob("*.py")]
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in files)
     for prefix, _ in CI_ALLOWED_SKIPS:
         assert re.search(r"""["']""" + re.escape(prefix), sources), prefix
 

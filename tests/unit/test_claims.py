@@ -23,9 +23,9 @@ def test_undo_releases_the_place_for_another_patch() -> None:
     module = types.ModuleType("claims_mod")
     module.x = 1  # type: ignore[attr-defined]
     claims: dict[tuple[int, str], str] = {}
-    first = PatchContext(FIRST, module, {}, claims)
+    first = PatchContext(FIRST, module, None, claims)
     first.setattr(module, "x", 2)
-    second = PatchContext(SECOND, module, {}, claims)
+    second = PatchContext(SECOND, module, None, claims)
     with pytest.raises(ConflictError, match="already changed by patch 'claims-first'"):
         second.setattr(module, "x", 3)
     assert module.x == 2  # type: ignore[attr-defined]
@@ -38,7 +38,7 @@ def test_undo_releases_the_place_for_another_patch() -> None:
 def test_a_patch_may_change_its_own_place_twice() -> None:
     module = types.ModuleType("claims_mod")
     module.x = 1  # type: ignore[attr-defined]
-    ctx = PatchContext(FIRST, module, {}, {})
+    ctx = PatchContext(FIRST, module, None, {})
     ctx.setattr(module, "x", 2)
     ctx.setattr(module, "x", 3)
     assert journal.undo(ctx) == [] and module.x == 1  # type: ignore[attr-defined]

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from sglang_shims.engine import journal
+from sglang_shims.engine import gates, journal
+from sglang_shims.engine.gates import Environment
 from sglang_shims.engine.journal import PatchContext, Retired, restore, snapshot
 from sglang_shims.engine.proxy import MissingSymbolError, OptionalSymbol
 
@@ -43,7 +44,7 @@ class Child(Base):
 def test_setattr_add_change_and_undo() -> None:
     module = fresh_module()
     before = snapshot(module)
-    ctx = PatchContext(MANIFEST, module, {})
+    ctx = PatchContext(MANIFEST, module)
     ctx.setattr(module, "value", 2)
     ctx.setattr(module, "new_name", "x")
     assert module.value == 2 and module.new_name == "x"  # type: ignore[attr-defined]
@@ -53,7 +54,7 @@ def test_setattr_add_change_and_undo() -> None:
 
 
 def test_inherited_attribute_comes_back_by_deletion() -> None:
-    ctx = PatchContext(MANIFEST, fresh_module(), {})
+    ctx = PatchContext(MANIFEST, fresh_module())
     ctx.setattr(Child, "method", lambda self: "patched")
     assert Child().method() == "patched"
     journal.undo(ctx)
@@ -61,7 +62,7 @@ def test_inherited_attribute_comes_back_by_deletion() -> None:
 
 
 def test_wrap_keeps_method_kinds() -> None:
-    ctx = PatchContext(MANIFEST, fresh_module(), {})
+    ctx = PatchContext(MANIFEST, fresh_module())
     calls: list[str] = []
 
     def spy(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -88,7 +89,7 @@ class GreatGrandChild(GrandChild):
 def test_wrap_resolves_inherited_descriptors() -> None:
     """Wrapping on a subclass takes the raw descriptor from the MRO, sets the wrapper on
     the subclass (the base keeps its own) and keeps binding right for its subclasses."""
-    ctx = PatchContext(MANIFEST, fresh_module(), {})
+    ctx = PatchContext(MANIFEST, fresh_module())
     seen: list[Any] = []
 
     def spy(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -115,7 +116,7 @@ def test_undo_runs_newest_first() -> None:
     class Holder:
         x = 1
 
-    ctx = PatchContext(MANIFEST, fresh_module(), {})
+    ctx = PatchContext(MANIFEST, fresh_module())
     ctx.setattr(Holder, "x", 2)
     ctx.setattr(Holder, "x", 3)
     table = {"k": "a"}
@@ -125,31 +126,38 @@ def test_undo_runs_newest_first() -> None:
     assert Holder.x == 1 and table == {"k": "a"}
 
 
-def test_gpus_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    journal._detected_gpus.cache_clear()
-    try:
-        monkeypatch.setenv("SGLANG_SHIMS_GPU_CAPABILITY", "9.0,12.0")
-        assert PatchContext(MANIFEST, fresh_module(), {}).gpus() == [(9, 0), (12, 0)]
-        monkeypatch.setenv("SGLANG_SHIMS_GPU_CAPABILITY", "8.0")
-        assert PatchContext(MANIFEST, fresh_module(), {}).gpus() == [(9, 0), (12, 0)]
-    finally:
-        journal._detected_gpus.cache_clear()
-    ctx = PatchContext(MANIFEST, fresh_module(), {}, gpus=lambda: [(10, 0)])
-    assert ctx.gpus() == [(10, 0)]
+def test_gpus_and_versions_come_from_the_engine_s_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A patch asks ``ctx`` what the gates were judged by: the engine's environment, where
+    the GPUs and each distribution's version are looked up once, whichever patch asks."""
+    monkeypatch.setenv("SGLANG_SHIMS_GPU_CAPABILITY", "9.0,12.0")
+    read: list[str] = []
+    monkeypatch.setattr(gates, "_installed_version", lambda dist: read.append(dist) or "1.0")
+    env = Environment({"sglang": "0.5.9"})
+    first, second = (PatchContext(MANIFEST, fresh_module(), env) for _ in range(2))
+    assert first.gpus() == [(9, 0), (12, 0)]
+    monkeypatch.setenv("SGLANG_SHIMS_GPU_CAPABILITY", "8.0")
+    assert second.gpus() == [(9, 0), (12, 0)]
+    assert first.version("sglang") == second.version("SGLang") == "0.5.9"
+    assert first.version("other-dist") == second.version("other_dist") == "1.0"
+    assert read == ["other-dist"]
+    hermetic = PatchContext(MANIFEST, fresh_module(),
+                            Environment(capabilities=[(10, 0)], hermetic=True))
+    assert hermetic.gpus() == [(10, 0)] and hermetic.version("sglang") is None
 
 
 def test_target_missing() -> None:
-    assert not PatchContext(MANIFEST, fresh_module(), {}).target_missing
+    assert not PatchContext(MANIFEST, fresh_module()).target_missing
     from sglang_shims._bootstrap import Missing
 
     missing = fresh_module()
     missing.__loader__ = Missing("demo_mod")
-    assert PatchContext(MANIFEST, missing, {}).target_missing
+    assert PatchContext(MANIFEST, missing).target_missing
 
 
 def test_setitem_setenv_delattr() -> None:
     module = fresh_module()
-    ctx = PatchContext(MANIFEST, module, {})
+    ctx = PatchContext(MANIFEST, module)
     table = {"a": 1}
     ctx.setitem(table, "a", 2)
     ctx.setitem(table, "b", 3)
@@ -169,7 +177,7 @@ def test_rebind_only_under_prefix() -> None:
     outside.ref = old  # type: ignore[attr-defined]
     sys.modules["rebind_pkg.mod"], sys.modules["other_pkg"] = inside, outside
     try:
-        ctx = PatchContext(MANIFEST, fresh_module(), {})
+        ctx = PatchContext(MANIFEST, fresh_module())
         assert ctx.rebind(old, new, "rebind_pkg") == 1
         assert inside.ref is new and outside.ref is old  # type: ignore[attr-defined]
         journal.undo(ctx)
@@ -216,7 +224,7 @@ def test_restore_undoes_in_place_changes_to_containers() -> None:
 
 
 def test_retire_signal() -> None:
-    ctx = PatchContext(MANIFEST, fresh_module(), {})
+    ctx = PatchContext(MANIFEST, fresh_module())
     with pytest.raises(Retired, match="already fixed"):
         ctx.retire("already fixed")
 
@@ -269,7 +277,7 @@ class Outer:
 def test_change_labels_name_modules_and_classes() -> None:
     module = types.ModuleType("details_mod")
     module.value = 1  # type: ignore[attr-defined]
-    ctx = PatchContext(DETAILS, module, {})
+    ctx = PatchContext(DETAILS, module)
     ctx.setattr(module, "value", 2)
     ctx.setattr(Outer.Inner, "value", 2)
     assert journal.changes(ctx) == ["setattr details_mod.value", "setattr Outer.Inner.value"]

@@ -7,16 +7,26 @@ from typing import Any, ClassVar
 
 import pytest
 
+from sglang_shims.catalog import load as _catalog
 from sglang_shims.engine import journal
-from sglang_shims.patching import PatchContext, argument, module_level, temporarily, tie_nothing
+from sglang_shims.engine.gates import Environment
+from sglang_shims.patching import (
+    KERNEL_DISTS,
+    PatchContext,
+    argument,
+    module_level,
+    temporarily,
+    tie_nothing,
+)
 
+from ..support import doctor
 from ..support.packages import demo_manifest
 
 MANIFEST = demo_manifest("journal-demo", "demo_mod")
 
 
 def context() -> PatchContext:
-    return PatchContext(MANIFEST, types.ModuleType("demo_mod"), {})
+    return PatchContext(MANIFEST, types.ModuleType("demo_mod"))
 
 
 class Model:
@@ -157,3 +167,24 @@ def test_module_level() -> None:
     cls = build()
     assert (cls.__module__, cls.__qualname__) == ("transformers.models.demo", "Restored")
     assert "<locals>" not in repr(cls)
+
+
+def test_the_kernel_is_asked_for_by_its_new_name_first() -> None:
+    """Both names installed: the files in sgl_kernel/ are the ones the newer install wrote,
+    the renamed distribution's (see KERNEL_DISTS), and everyone who asks agrees: a patch
+    through ``ctx.version``, a gate, the doctor."""
+    both = {"sgl-kernel": "0.3.16", "sglang-kernel": "0.4.1"}
+    env = Environment(both, hermetic=True)
+    assert KERNEL_DISTS == ("sglang-kernel", "sgl-kernel")
+    assert env.first_installed(KERNEL_DISTS) == ("sglang-kernel", "0.4.1")
+    manifest = _catalog.load().by_id()["sgl-kernel-cuda-runtime-preload"]
+    preload = _catalog.load_code(manifest)
+    module = types.ModuleType("sgl_kernel")
+    # 0.4.1 is past the CUDA-home check of 0.3.11-0.3.18.post2; 0.3.16 alone is inside it
+    assert preload.kernel_version(PatchContext(manifest, module, env)) == ("0.4.1",
+                                                                             (0, 4, 1, 0))
+    old = Environment({"sgl-kernel": "0.3.16"}, hermetic=True)
+    assert preload.kernel_version(PatchContext(manifest, module, old)) == ("0.3.16",
+                                                                             (0, 3, 16, 0))
+    assert [g.dists for g in manifest.requires if "sgl-kernel" in g.dists] == [KERNEL_DISTS]
+    assert doctor.facts(both).kernel() == ("sglang-kernel", "0.4.1")

@@ -13,6 +13,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from sglang_shims.testing import wheels
 
 MODULE = "def boom():\n    raise ValueError('from the unpacked wheel')\n"
@@ -68,3 +70,15 @@ def test_a_folder_unpacked_before_is_compiled_once(tmp_path: Path) -> None:
     pyc.unlink()
     wheels.unpack("tinypkg", "1.0", cache)
     assert not pyc.exists()
+
+
+@pytest.mark.parametrize(("error", "served"), [
+    ("ERROR: HTTP error 503 while getting https://files.pythonhosted.org/x.whl", False),
+    ("pip._vendor.urllib3.exceptions.ReadTimeoutError: Read timed out.", False),
+    ("error: Failed to download `regex==2026.12.2`", False),
+    ("ERROR: No matching distribution found for sglang==9.9", True),
+    ("ERROR: Could not find a version that satisfies the requirement", True),
+])
+def test_a_file_the_index_did_not_serve_is_told_from_a_missing_release(
+        error: str, served: bool) -> None:
+    assert wheels.not_served(error) is not served

@@ -1,18 +1,21 @@
 """Every patch's sglang range against the published wheels, read independently of the range.
 
-Two checks per patch:
-
 * ``test_range_matches_the_wheels``: for every published release (tests/data/
-  sglang_releases.txt), read from its wheel whether the code the patch fixes is there --
-  every fingerprint on an sglang module holds (a source hash, the anchors, the imported
-  names).  The manifest's ``[requires] sglang`` range must contain exactly those releases:
-  a range that is too narrow leaves a release with the bug unfixed, one too wide admits a
-  release without it.  Where the code is there but the bug is not (or the range is not
-  about sglang's source at all), the exception is listed in ``EXCEPTIONS`` below with the
-  releases it covers and why.
-* ``test_release``: inside the range the patch ``would-apply`` in a hermetic environment
-  (the sglang version, the versions its ``[range] test_with`` names, stand-in kernels):
-  its gates, retire rule and fingerprints all agree.
+  sglang_releases.txt), whether the code the patch fixes is there -- every fingerprint on
+  an sglang module holds (a source hash, the anchors, the imported names) -- as the
+  committed release index records it (tests/data/release_index.json, written from the
+  wheels by ``python -m tools.refresh release-index``).  The manifest's ``[requires]
+  sglang`` range must contain exactly those releases: a range that is too narrow leaves a
+  release with the bug unfixed, one too wide admits a release without it.  Where the code
+  is there but the bug is not (or the range is not about sglang's source at all), the
+  exception is listed in ``EXCEPTIONS`` below with the releases it covers and why.
+* ``test_index_agrees_with_the_wheels``: the sample of real wheels
+  (``tests/support/releases.py``) read again, release by release, gives what the index
+  says: the index cannot drift from the wheels unseen.
+* ``test_release``: inside the range, on the sample's real wheels, the patch
+  ``would-apply`` in a hermetic environment (the sglang version, the versions its
+  ``[range] test_with`` names, stand-in kernels): its gates, retire rule and fingerprints
+  all agree.
 
 Static, as ``sglang-shims check`` is: the real wheel is unpacked (cached) and read, nothing
 of sglang is imported.
@@ -28,19 +31,14 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sglang_shims.catalog import load as _catalog
-from sglang_shims.catalog.manifest import Fingerprint, Manifest
-from sglang_shims.engine import source as _source
+from sglang_shims.catalog.manifest import Manifest
 from sglang_shims.engine.gates import Environment
 from sglang_shims.engine.judge import assess
 from sglang_shims.testing import standin
+from tools.refresh import release_index
 
-from ..support.run import REPO
+from ..support.releases import RELEASES, WHEEL_SAMPLE, sample_inside
 
-pytestmark = pytest.mark.wheels
-
-RELEASES = [line.strip() for line in
-            (REPO / "tests" / "data" / "sglang_releases.txt").read_text().splitlines()
-            if line.strip()]
 MANIFESTS = [m for m in _catalog.load().manifests
              if any(g.dists == ("sglang",) for g in m.requires)]
 
@@ -62,13 +60,13 @@ def gpu_for(manifest: Manifest) -> list[tuple[int, int]]:
 
 
 def cases() -> list[tuple[str, str]]:
-    out = []
-    for manifest in MANIFESTS:
-        spec = sglang_spec(manifest)
-        inside = [v for v in RELEASES if spec.contains(Version(v), prereleases=True)]
-        assert inside, f"{manifest.id}: no published release in {spec}"
-        out += [(manifest.id, v) for v in inside]
-    return out
+    """(patch, release) for the sample's releases inside each patch's range."""
+    return [(m.id, v) for m in MANIFESTS for v in sample_inside(str(sglang_spec(m)))]
+
+
+def test_every_range_admits_a_published_release() -> None:
+    empty = [m.id for m in MANIFESTS if not sample_inside(str(sglang_spec(m)))]
+    assert empty == [], "no published release inside these patches' sglang ranges"
 
 
 # Releases where the patch's sglang fingerprints hold but its range rightly leaves them out,
@@ -114,28 +112,19 @@ EXCEPTIONS: dict[str, list[tuple[str, str]]] = {
 }
 
 
-def sglang_fingerprints(manifest: Manifest) -> tuple[Fingerprint, ...]:
-    return tuple(fp for fp in manifest.fingerprints
-                 if all(m.partition(".")[0] == "sglang" for m in fp.modules))
-
-
 @pytest.mark.parametrize("patch_id", [m.id for m in MANIFESTS])
-def test_range_matches_the_wheels(patch_id: str, sglang_release: Callable[[str], Path]) -> None:
+def test_range_matches_the_wheels(patch_id: str) -> None:
     manifest = next(m for m in MANIFESTS if m.id == patch_id)
     spec = sglang_spec(manifest)
-    fps = sglang_fingerprints(manifest)
+    fps = release_index.sglang_fingerprints(manifest)
     exceptions = EXCEPTIONS.get(patch_id, [])
     if exceptions[:1] and exceptions[0][0] == "*":
         assert not fps, f"{patch_id} fingerprints sglang now: drop its exception"
         return
     assert fps, f"{patch_id}: no sglang fingerprint to read its range from the wheels"
-    present, in_range = set(), set()
-    for version in RELEASES:
-        ok, _, _ = _source.check_all(fps, [sglang_release(version)])
-        if ok:
-            present.add(version)
-        if spec.contains(Version(version), prereleases=True):
-            in_range.add(version)
+    assert release_index.problems() == [], "run: python -m tools.refresh release-index"
+    present = release_index.present(patch_id)
+    in_range = {v for v in RELEASES if spec.contains(Version(v), prereleases=True)}
     excused: set[str] = set()
     for releases, _why in exceptions:
         covered = {v for v in present - in_range
@@ -148,6 +137,20 @@ def test_range_matches_the_wheels(patch_id: str, sglang_release: Callable[[str],
     assert not extra, f"{patch_id}: {spec} admits {extra}, whose wheels lack the code it fixes"
 
 
+@pytest.mark.wheels
+@pytest.mark.parametrize("version", sorted({v for _, v in cases()} | set(WHEEL_SAMPLE),
+                                           key=Version))
+def test_index_agrees_with_the_wheels(version: str, sglang_release: Callable[[str], Path]
+                                      ) -> None:
+    """The committed index says for ``version`` what its real wheel says today."""
+    fps = release_index.indexed()
+    found = {pid for pid, f in fps.items()
+             if release_index.holds(sglang_release(version), f)}
+    recorded = {pid for pid in fps if version in release_index.present(pid)}
+    assert found == recorded, "run: python -m tools.refresh release-index"
+
+
+@pytest.mark.wheels
 @pytest.mark.parametrize(("patch_id", "version"), cases())
 def test_release(patch_id: str, version: str,
                  sglang_release: Callable[[str], Path],

@@ -3,7 +3,7 @@
 Usage (from the repository root, in the test environment: torch, transformers' pin of
 sglang 0.5.1, ``tests/requirements/serving.txt``, and ``uv`` on PATH)::
 
-    python -m tools.matrix.run                       # every release 0.5.1..0.5.23 (hours)
+    python -m tools.matrix.run                       # every release from 0.5.1 (hours)
     python -m tools.matrix.run --releases 0.5.1,0.5.9 --jobs 2
     python -m tools.matrix.render                    # docs/compatibility.{md,svg}
 
@@ -50,10 +50,13 @@ from sglang_shims.testing import standin, wheels
 from tests.support.programs import FAKE_CUDA, assemble
 from tests.support.run import ACTIVATE, REPO, SITE_PACKAGES, clean_env
 
-DATA = REPO / "sglang_shims" / "cli" / "doctor" / "compatibility.json"
+DATA = Path(__file__).with_name("compatibility.json")
+"""Every run's full record; ``doctor`` ships the part it reads (``python -m tools.refresh
+compatibility-runtime``)."""
 PROBE = Path(__file__).with_name("probe.py")
-FIRST, LAST = Version("0.5.1"), Version("0.5.23")
-SPREAD = ("0.5.1", "0.5.5", "0.5.9", "0.5.13", "0.5.17", "0.5.23")
+FIRST = Version("0.5.1")
+"""The oldest release the matrix runs (the first on today's torch line); there is no
+newest: every release the index has from here on is in the matrix."""
 
 # Never installed into a release's overlay: the kernel is a column of the matrix,
 # flashinfer's prebuilt GPU binaries (cubin, jit-cache: hundreds of MB, GPU-only) are
@@ -74,6 +77,18 @@ RELAX: list[tuple[str, str, str, str]] = [
      "`tokenizers` as transformers asks",
      "the release pins a tokenizers older than the one the newest transformers 5 needs;"
      " the run installs the one transformers asks for"),
+    (r"transformers[^\s]* depends on ((?!tokenizers)([A-Za-z0-9][A-Za-z0-9._\-]*)[<>=!~][^\s]*)"
+     r" and[\s\S]*?you require \2[<>=!~]", r"\1",
+     "a dependency as transformers asks",
+     "the release pins a dependency of transformers (kernels, say) below what the newest"
+     " transformers 5 needs; `pip install -U transformers` installs the one transformers"
+     " asks for (pip warns that the release wanted another), and so does the run"),
+    (r"Because ([A-Za-z0-9][A-Za-z0-9._\-]*)==([^\s,]+) depends on [^\s]+ and"
+     r" transformers[^\s]* depends on", r"\1>=\2",
+     "a pin that transformers' dependencies outgrow let rise",
+     "the release pins a package (tokenizers, say) whose own dependencies conflict with"
+     " the newest transformers 5's; `pip install -U transformers` upgrades it past the pin"
+     " (pip warns), and the run lets it rise the same way"),
     (r"no version of apache-tvm-ffi==0\.1\.0b15 and flashinfer-python==0\.4\.[01] depends",
      "flashinfer-python==0.4.0rc3", "`flashinfer-python==0.4.0rc3`",
      "flashinfer-python 0.4.0 and 0.4.1 are published as source only, and their build needs"
@@ -101,9 +116,21 @@ def _index_versions(project: str) -> list[Version]:
 
 
 def releases() -> list[str]:
-    """Every final and post release of sglang from 0.5.1 to 0.5.23, from the index."""
-    return [str(v) for v in _index_versions("sglang")
-            if FIRST <= v <= LAST and not v.is_prerelease and not v.is_devrelease]
+    """Every final and post release of sglang from :data:`FIRST` on, from the index."""
+    return in_matrix(_index_versions("sglang"))
+
+
+def in_matrix(versions: list[Version]) -> list[str]:
+    """The releases of ``versions`` the matrix runs: final and post releases from FIRST."""
+    return [str(v) for v in sorted(versions)
+            if v >= FIRST and not v.is_prerelease and not v.is_devrelease and not v.local]
+
+
+def spread(everything: list[str]) -> list[str]:
+    """A sample across the releases: every fourth release (post releases left out)
+    counted from the first, and the newest."""
+    plain = [v for v in everything if not Version(v).is_postrelease]
+    return sorted({*plain[::4], *plain[-1:]}, key=Version)
 
 
 def newest_transformers5() -> str:
@@ -150,28 +177,77 @@ def _installed() -> dict[str, str]:
             if d.metadata["Name"]}
 
 
-def overlay(release: str, root: Path, transformers: str | None) -> Path:
-    """The folder of what ``release`` needs beyond this environment, installed once."""
-    tag = f"{release}-tf{transformers}" if transformers else f"{release}-pinned"
-    dest = wheels.cache_dir() / "matrix" / tag
+LOCKS = Path(__file__).with_name("locks")
+"""The environment of every overlay the matrix resolved, one ``<tag>.txt`` each: what the
+tests install (never resolved again at test time), and what the canary compares with."""
+
+
+def tag_of(release: str, transformers: str | None, upgrades: tuple[tuple[str, str], ...] = ()
+           ) -> str:
+    """The overlay's name: the release, its transformers flavour, any other upgrade."""
+    base = f"{release}-tf{transformers}" if transformers else f"{release}-pinned"
+    return base + "".join(f"-{canonicalize_name(d)}{v}" for d, v in upgrades)
+
+
+def overlay(release: str, root: Path, transformers: str | None,
+            upgrades: tuple[tuple[str, str], ...] = (), *, locked: bool = False,
+            record: bool = False) -> Path:
+    """The folder of what ``release`` needs beyond this environment, installed once.
+
+    ``locked``: installed from the lock a matrix run recorded (:data:`LOCKS`), nothing
+    resolved, so that the environment is the same whatever the index lists today (the
+    tests).  Otherwise resolved against the index (``upgrades``: other distributions
+    raised as ``pip install -U`` would, for the canary), and with ``record`` the lock is
+    written into :data:`LOCKS`."""
+    tag = tag_of(release, transformers, upgrades)
+    lock = LOCKS / f"{tag}.txt"
+    if locked and not lock.is_file():
+        raise RuntimeError(f"no recorded lock {lock.relative_to(REPO)}: a matrix run of"
+                           f" {release} records it (python -m tools.matrix.run --releases"
+                           f" {release})")
+    name = f"{tag}-lock{hashlib.sha256(lock.read_bytes()).hexdigest()[:8]}" if locked else tag
+    dest = wheels.cache_dir() / "matrix" / name
     if (dest / ".complete").exists():
         return dest
     work = dest.with_name(dest.name + f".tmp{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     here = _installed()
+    if locked:
+        pins, relaxed, index = read_lock(lock)
+        _install(work, index, here, pins)
+    else:
+        relaxed, index = _resolve(work, root, here, transformers, upgrades)
+        if record:
+            LOCKS.mkdir(exist_ok=True)
+            lock.write_text(render_lock(release, transformers, upgrades, work / "lock.txt",
+                                        relaxed, index), encoding="utf-8")
+    (work / "relaxed.txt").write_text("".join(f"{r}\n" for r in relaxed), encoding="utf-8")
+    (work / ".complete").write_text(release, encoding="utf-8")
+    shutil.rmtree(dest, ignore_errors=True)
+    work.rename(dest)
+    return dest
+
+
+def _resolve(work: Path, root: Path, here: dict[str, str], transformers: str | None,
+             upgrades: tuple[tuple[str, str], ...]) -> tuple[list[str], list[str]]:
+    """Resolve the release's requirements and install; (pins replaced, extra index)."""
     (work / "requirements.in").write_text(
         "".join(f"{r}\n" for r in requirements(root)), encoding="utf-8")
     overrides = [f"{name}=={here[name].split('+')[0]}" for name in KEPT if name in here]
     overrides += [f"transformers=={transformers}"] if transformers else []
+    overrides += [f"{dist}=={version}" for dist, version in upgrades]
     relaxed: list[str] = []
     index: list[str] = []
     while True:  # resolve and install; a known complaint gets its replacement, then again
         (work / "overrides.txt").write_text("".join(f"{o}\n" for o in overrides + relaxed),
                                             encoding="utf-8")
         try:
-            _install(work, index, here)
-            break
+            _uv("pip", "compile", "--python", sys.executable, "--quiet", "--no-header",
+                *index, "--override", work / "overrides.txt", work / "requirements.in",
+                "-o", work / "lock.txt")
+            _install(work, index, here, lock_pins(work / "lock.txt"))
+            return relaxed, index
         except RuntimeError as exc:
             if NVIDIA_INDEX in str(exc) and not index and _reachable(NVIDIA_INDEX):
                 index = ["--extra-index-url", NVIDIA_INDEX]  # where the package lives
@@ -181,23 +257,44 @@ def overlay(release: str, root: Path, transformers: str | None) -> Path:
                 shutil.rmtree(work, ignore_errors=True)
                 raise
             relaxed += more
-    (work / "relaxed.txt").write_text("".join(f"{r}\n" for r in relaxed), encoding="utf-8")
-    (work / ".complete").write_text(release, encoding="utf-8")
-    shutil.rmtree(dest, ignore_errors=True)
-    work.rename(dest)
-    return dest
 
 
-def _install(work: Path, index: list[str], here: dict[str, str]) -> None:
-    """Resolve ``requirements.in`` with ``overrides.txt``; install what differs from here."""
-    shutil.rmtree(work / "site", ignore_errors=True)
-    _uv("pip", "compile", "--python", sys.executable, "--quiet", "--no-header", *index,
-        "--override", work / "overrides.txt", work / "requirements.in", "-o", work / "lock.txt")
-    wanted = {}
-    for line in (work / "lock.txt").read_text(encoding="utf-8").splitlines():
+def lock_pins(path: Path) -> dict[str, str]:
+    """{name: version} of every ``name==version`` line of a lock (uv's or ours)."""
+    wanted: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
         match = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s;]+)", line)
         if match:
             wanted[canonicalize_name(match.group(1))] = match.group(2)
+    return wanted
+
+
+def render_lock(release: str, transformers: str | None, upgrades: tuple[tuple[str, str], ...],
+                resolved: Path, relaxed: list[str], index: list[str]) -> str:
+    """The recorded lock: a header saying what it is, then one pin per line."""
+    what = f"transformers {transformers}" if transformers else "its own pins"
+    what += "".join(f", {d} {v}" for d, v in upgrades)
+    lines = [f"# sglang {release} on {what}: resolved by tools/matrix/run.py on"
+             f" {datetime.date.today().isoformat()} (torch, torchvision, triton: the run's)"]
+    lines += [f"# relaxed: {r}" for r in relaxed]
+    lines += [f"# index: {i}" for i in index if not i.startswith("--")]
+    pins = lock_pins(resolved)
+    return "\n".join([*lines, *(f"{n}=={pins[n]}" for n in sorted(pins))]) + "\n"
+
+
+def read_lock(path: Path) -> tuple[dict[str, str], list[str], list[str]]:
+    """(pins, pins replaced, extra index arguments) of a recorded lock."""
+    text = path.read_text(encoding="utf-8").splitlines()
+    relaxed = [line.partition(": ")[2] for line in text if line.startswith("# relaxed: ")]
+    index = [a for line in text if line.startswith("# index: ")
+             for a in ("--extra-index-url", line.partition(": ")[2])]
+    return lock_pins(path), relaxed, index
+
+
+def _install(work: Path, index: list[str], here: dict[str, str],
+             wanted: dict[str, str]) -> None:
+    """Install into ``work/site`` what of ``wanted`` differs from this environment."""
+    shutil.rmtree(work / "site", ignore_errors=True)
     todo = sorted(f"{n}=={v}" for n, v in wanted.items()
                   if n not in LEFT_OUT and here.get(n) != v)
     (work / "installed.txt").write_text("".join(f"{t}\n" for t in todo), encoding="utf-8")
@@ -306,20 +403,25 @@ def run_cell(paths: list[Path], shims: bool, model: bool) -> dict[str, Any]:
 
 def run_release(release: str, transformers5: str, scratch: Path, jobs: int,
                 log: Any = print, modes: tuple[str, ...] = ("stock", "shims"),
-                old: dict[str, Any] | None = None) -> dict[str, Any]:
+                old: dict[str, Any] | None = None,
+                flavours: tuple[str, ...] = ("pinned", "newest5")) -> dict[str, Any]:
     """Every cell of ``release``; a mode left out of ``modes`` is kept from ``old`` where
-    :func:`_keepable` allows (else it runs too)."""
+    :func:`_keepable` allows (else it runs too).  A transformers flavour left out of
+    ``flavours`` (the canary reruns only the newest-5 column) keeps ``old``'s cells as
+    they were recorded, each saying which run it comes from (``kept_from``)."""
     start = time.monotonic()
     root = wheels.unpack("sglang", release)
     pinned = pins(root)
     entry: dict[str, Any] = {"pins": pinned, "cells": []}
     situations = kernel_situations(pinned.get("kernel"), scratch / release, root)
     entry["kernels"] = {"pinned": pinned.get("kernel"), "newer": newest_kernel()}
-    flavours: list[tuple[str, str | None]] = [("pinned", None), ("newest5", transformers5)]
     tasks = []
-    for flavour, version in flavours:
+    for flavour, version in (("pinned", None), ("newest5", transformers5)):
+        if flavour not in flavours:
+            _keep_flavour(old, entry, flavour)
+            continue
         try:
-            extra = overlay(release, root, version)
+            extra = overlay(release, root, version, record=True)
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
             for kernel in situations:
                 for mode in ("stock", "shims"):
@@ -357,6 +459,20 @@ def run_release(release: str, transformers5: str, scratch: Path, jobs: int,
                                        order[c["mode"]]))
     entry["seconds"] = round(time.monotonic() - start, 1)
     return entry
+
+
+def _keep_flavour(old: dict[str, Any] | None, entry: dict[str, Any], flavour: str) -> None:
+    """Copy ``old``'s cells (and pins replaced) of one transformers flavour into ``entry``."""
+    if old is None:
+        return
+    for previous in old["cells"]:
+        if previous["transformers"] == flavour:
+            kept = dict(previous)
+            kept.setdefault("kept_from", f"{old['date']} "
+                            f"{old['versions'].get('sglang_shims_commit', '?')}")
+            entry["cells"].append(kept)
+    if flavour in old.get("relaxed", {}):
+        entry.setdefault("relaxed", {})[flavour] = old["relaxed"][flavour]
 
 
 def _keepable(old: dict[str, Any] | None, entry: dict[str, Any],
@@ -464,6 +580,42 @@ def _uv_version() -> str:
                           check=False).stdout.split()[-1]
 
 
+def outputs() -> list[Path]:
+    """What a matrix run writes into the repository: the data and the locks."""
+    return [DATA, *sorted(LOCKS.glob("*.txt"))]
+
+
+def problems(path: Path = DATA) -> list[str]:
+    """Offline: every release entry is complete and the recorded index names it."""
+    data = load(path)
+    out = []
+    listed = set(data.get("index", {}).get("releases", []))
+    for release, entry in data["releases"].items():
+        missing = [k for k in ("cells", "date", "kernels", "pins", "versions") if k not in entry]
+        if missing:
+            out.append(f"{path.name}: {release} lacks {', '.join(missing)}")
+        if release not in listed:
+            out.append(f"{path.name}: {release} is not in the index the run recorded")
+    return out
+
+
+def stale(snapshot: dict[str, Any], path: Path = DATA) -> list[str]:
+    """What the recorded package index has that the matrix has not run: releases, and a
+    newer transformers 5 (each release's newest-5 column was run with its own)."""
+    data = load(path)
+    out = [f"sglang {v} is on the index and not in the matrix" for v in in_matrix(
+        [Version(v) for v in snapshot["projects"]["sglang"]]) if v not in data["releases"]]
+    finals = [Version(v) for v in snapshot["projects"]["transformers"]
+              if Version(v).major == 5 and not Version(v).is_prerelease]
+    newest = str(max(finals)) if finals else None
+    behind = [r for r, e in data["releases"].items()
+              if e.get("versions", {}).get("transformers5") != newest]
+    if newest and behind:
+        out.append(f"transformers {newest} is the newest 5.x; {len(behind)} release(s) ran"
+                   " their newest-5 column with an older one")
+    return out
+
+
 def load(path: Path = DATA) -> dict[str, Any]:
     if path.exists():
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
@@ -480,8 +632,8 @@ def save(data: dict[str, Any], path: Path = DATA) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--releases", help="comma-separated; 'spread' for "
-                        + ",".join(SPREAD) + "; default: every release from the index")
+    parser.add_argument("--releases", help="comma-separated; 'spread' for every fourth"
+                        " and the newest; default: every release from the index")
     parser.add_argument("--jobs", type=int, default=1, help="cells run at once")
     parser.add_argument("--out", type=Path, default=DATA)
     parser.add_argument("--tree", type=Path, default=REPO,
@@ -495,14 +647,15 @@ def main(argv: list[str] | None = None) -> int:
     TREE[0] = args.tree.resolve()
     everything = releases()
     if args.releases == "spread":
-        chosen = list(SPREAD)
+        chosen = spread(everything)
     elif args.releases:
         chosen = args.releases.split(",")
     else:
         chosen = everything
     unknown = [r for r in chosen if r not in everything]
     if unknown:
-        parser.error(f"not releases in {FIRST}..{LAST}: {', '.join(unknown)}")
+        parser.error(f"not releases of the matrix (final and post releases from {FIRST}"
+                     f" on the index): {', '.join(unknown)}")
     transformers5 = newest_transformers5()
     import tempfile
 

@@ -9,7 +9,6 @@ are read from the zip and never imported, and its sha256 is recorded so that a l
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -18,7 +17,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import pypi
 from ._pysurface import PACKAGE
+
+__all__ = ["pypi"]
 
 # Any x86_64 Linux wheel will do: the .py files are the same in every build of a release.
 # pip matches an explicit --platform exactly, so each manylinux spelling is listed; a
@@ -44,6 +46,29 @@ def _pip(*args: str) -> str:
     return result.stdout
 
 
+def x86_64(dist: str, index: str = pypi.PYPI) -> dict[str, dict[str, tuple[str, int]]]:
+    """{version: {file: (sha256, size)}} of the x86_64 Linux wheels TARGET accepts, for
+    every version of ``dist`` that has one, oldest first (read from the simple API, which
+    also says whether a file read before is still the one served)."""
+    out = {}
+    for version, release in pypi.listing(dist, index).items():
+        files = {f: v for f, v in release.files.items() if _x86_64(f)}
+        if files:
+            out[version] = files
+    return out
+
+
+def _x86_64(filename: str) -> bool:
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        tags = parse_wheel_filename(filename)[3]
+    except InvalidWheelFilename:
+        return False
+    return any(t.platform.endswith("x86_64") and t.platform.startswith("manylinux")
+               and (t.abi == "abi3" or t.interpreter == "cp312") for t in tags)
+
+
 def published(dist: str) -> list[str]:
     """Every version of ``dist`` that the index has an x86_64 wheel for."""
     versions: list[str] = json.loads(_pip("index", "versions", dist, "--json", "--pre",
@@ -51,12 +76,7 @@ def published(dist: str) -> list[str]:
     return versions
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+sha256 = pypi.sha256
 
 
 def package_files(path: Path) -> dict[str, str]:

@@ -65,12 +65,46 @@ _HEX = re.compile(r"[0-9a-f]+")
 
 
 def default_output(root: Path = REPO) -> Path:
-    """The one ``sgl_kernel_exports.json`` under ``sglang_shims/kernels/``."""
-    found = sorted(root.glob("sglang_shims/kernels/**/sgl_kernel_exports.json"))
-    if len(found) != 1:
-        raise SystemExit(f"expected one sglang_shims/kernels/**/sgl_kernel_exports.json,"
-                         f" found {[str(p) for p in found]}: pass --output")
-    return found[0]
+    """The full record: every version's names with the inputs they were read from."""
+    return root / "tools" / "refresh" / "data" / "sgl_kernel_exports.json"
+
+
+def _runs(present: list[int]) -> str:
+    """Indexes as runs: ``"0-5 7 9-12"``."""
+    out: list[str] = []
+    for at in present:
+        if out and int(out[-1].rpartition("-")[2]) == at - 1:
+            out[-1] = f"{out[-1].partition('-')[0]}-{at}"
+        else:
+            out.append(str(at))
+    return " ".join(out)
+
+
+def compact(data: Mapping[str, Any]) -> str:
+    """What the package ships (``sglang_shims.kernels.surface.exports`` reads it): each
+    name once, with the runs of versions that have it; each version's commit and wheel.
+    The inputs stay in the full record."""
+    versions = data["versions"]
+    order = list(versions)
+    exports: dict[str, list[int]] = {}
+    subs: dict[str, dict[str, list[int]]] = {}
+    for at, version in enumerate(order):
+        record = versions[version]
+        for name in record["exports"]:
+            exports.setdefault(name, []).append(at)
+        for sub, names in record["submodules"].items():
+            subs.setdefault(sub, {}).setdefault("", []).append(at)
+            for name in names:
+                subs[sub].setdefault(name, []).append(at)
+    out = {
+        "source": data["source"] + " Each name once, with the runs of indexes into"
+                  " `versions` that have it; written by tools/refresh (kernel-exports-runtime)"
+                  " from tools/refresh/data/sgl_kernel_exports.json.",
+        "versions": {v: [versions[v]["commit"], versions[v].get("wheel")] for v in order},
+        "exports": {n: _runs(exports[n]) for n in sorted(exports)},
+        "submodules": {s: {n: _runs(subs[s][n]) for n in sorted(subs[s])} for s in sorted(subs)},
+    }
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
 def _by_version(mapping: Mapping[str, Any]) -> dict[str, Any]:
@@ -127,32 +161,67 @@ def _today() -> str:
     return when.date().isoformat()
 
 
-def build(git_dir: Path, ref: str, repository: str, wheel_cache: Path | None,
-          log: Callable[[str], None]) -> dict[str, Any]:
-    """Read every version from its source; needs the network for the index and wheels."""
+def _reusable(previous: Mapping[str, Any] | None, version: str,
+              listed: Mapping[str, tuple[str, int]]) -> _wheels.Wheel | None:
+    """The wheel ``previous`` read ``version`` from, if the index still serves that very
+    file (same name, same sha256): its entry needs no download."""
+    if not previous:
+        return None
+    recorded = previous["generated_by"]["inputs"]["wheels"].get(version)
+    if recorded and listed.get(recorded["file"], ("",))[0] == recorded["sha256"]:
+        return _wheels.Wheel(recorded["file"], recorded["sha256"])
+    return None
+
+
+def build(git_dir: Path | None, ref: str, repository: str, wheel_cache: Path | None,
+          log: Callable[[str], None], previous: Mapping[str, Any] | None = None,
+          index_url: str = _wheels.pypi.PYPI) -> dict[str, Any]:
+    """Read every version from its source (network: the index and new wheels).
+
+    With ``previous`` (the committed file) a version whose wheel the index still serves
+    unchanged keeps its entry, and without ``git_dir`` the versions read from git keep
+    theirs (a bump commit is history: it does not change), so a weekly refresh downloads
+    only the wheels published since."""
     versions: dict[str, dict[str, Any]] = {}
-    index = {dist: _wheels.published(dist) for dist in DISTRIBUTIONS}
+    index: dict[str, list[str]] = {}
     wheels: dict[str, _wheels.Wheel] = {}
-    for dist, published in index.items():
-        for version in published:
+    for dist in DISTRIBUTIONS:
+        listing = _wheels.x86_64(dist, index_url)
+        index[dist] = list(listing)
+        for version, files in listing.items():
             started = time.monotonic()
-            wheel, files = _wheels.read(dist, version, wheel_cache)
-            versions[version] = entry(surface(files), wheel=wheel.file)
+            kept = _reusable(previous, version, files)
+            if kept is not None and previous is not None:
+                versions[version], wheels[version] = previous["versions"][version], kept
+                continue
+            wheel, files_read = _wheels.read(dist, version, wheel_cache)
+            versions[version] = entry(surface(files_read), wheel=wheel.file)
             wheels[version] = wheel
             log(f"{version}: {wheel.file} ({time.monotonic() - started:.0f} s)")
     commits: dict[str, str] = {}
-    for bump in _gitsource.bumps(git_dir, ref):
-        folder = bump.root + _gitsource.PACKAGE_DIR
-        if bump.version in versions:
-            continue
-        tree = _gitsource.package_files(git_dir, bump.commit, folder)
-        if tree is None:
-            log(f"{bump.version}: no {folder} at {bump.commit[:10]} (older layout), left out")
-            continue
-        versions[bump.version] = entry(surface(tree), commit=bump.commit)
-        commits[bump.version] = f"{bump.commit}:{folder.rstrip('/')}"
-        log(f"{bump.version}: not on the index, read at {bump.commit[:10]}")
-    git = {"head": _gitsource.head(git_dir, ref), "ref": ref, "repository": repository}
+    if git_dir is None:
+        if previous is None:
+            raise ValueError("without a git clone the versions read from git come from"
+                             " the previous file: pass one")
+        for version, spec in previous["generated_by"]["inputs"]["commits"].items():
+            if version not in versions:
+                versions[version] = previous["versions"][version]
+                commits[version] = spec
+        git = dict(previous["generated_by"]["inputs"]["git"])
+    else:
+        for bump in _gitsource.bumps(git_dir, ref):
+            folder = bump.root + _gitsource.PACKAGE_DIR
+            if bump.version in versions:
+                continue
+            tree = _gitsource.package_files(git_dir, bump.commit, folder)
+            if tree is None:
+                log(f"{bump.version}: no {folder} at {bump.commit[:10]} (older layout),"
+                    " left out")
+                continue
+            versions[bump.version] = entry(surface(tree), commit=bump.commit)
+            commits[bump.version] = f"{bump.commit}:{folder.rstrip('/')}"
+            log(f"{bump.version}: not on the index, read at {bump.commit[:10]}")
+        git = {"head": _gitsource.head(git_dir, ref), "ref": ref, "repository": repository}
     return assemble(versions, commits=commits, wheels=wheels, index=index, git=git,
                     date=_today())
 
@@ -276,7 +345,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--check", action="store_true", help="verify the file offline"
                         " instead of rebuilding it")
     parser.add_argument("--git", type=Path, help="git directory of a clone of sglang"
-                        " (a bare mirror will do); required to rebuild")
+                        " (a bare mirror will do); without it the versions read from git"
+                        " are kept from the current file")
     parser.add_argument("--ref", default="main", help="the branch whose history is read"
                         " (default: main)")
     parser.add_argument("--repository", default="github:sgl-project/sglang",
@@ -306,13 +376,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{output}: consistent with its recorded inputs"
                   + (f" ({reread_count} re-read)" if reread_count else ""))
         return 1 if found else 0
-    if not args.git:
-        _parser().error("a rebuild reads sglang's history: pass --git (or --check)")
     started = time.monotonic()
-    data = build(args.git, args.ref, args.repository, args.wheel_cache, log)
-    if output.exists():
-        old = json.loads(output.read_text(encoding="utf-8"))["versions"]
-        for line in _compare.changes(old, data["versions"]):
+    previous = json.loads(output.read_text(encoding="utf-8")) if output.exists() else None
+    if not args.git and previous is None:
+        _parser().error("a first build reads sglang's history: pass --git (or --check)")
+    data = build(args.git, args.ref, args.repository, args.wheel_cache, log,
+                 previous=previous)
+    if previous is not None:
+        for line in _compare.changes(previous["versions"], data["versions"]):
             log(f"changed {line}")
     output.write_text(render(data), encoding="utf-8")
     print(f"{output}: {len(data['versions'])} versions"

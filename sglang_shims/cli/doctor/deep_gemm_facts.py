@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...engine.gates import canonical
+from ...patching.dists import KERNEL_DISTS
 from .requires import sglang_pins
 
-KERNEL_DISTS = ("sgl-kernel", "sglang-kernel")
 SGLANG_BUILD = "sgl-deep-gemm"
 SOURCE_DIST = "deep-gemm"
 """The distribution name DeepGEMM's own ``setup.py`` gives a source build."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...engine.gates import Environment, detect_gpus
+from ...patching.dists import KERNEL_DISTS
 from ...patching.elf import (
     BinaryFormatError,
     LibraryInfo,
@@ -94,15 +95,16 @@ class Facts:
         """(distribution, version) of the installed kernel, or None.
 
         With both ``sgl-kernel`` and ``sglang-kernel`` installed, the one whose
-        version ``sgl_kernel/version.py`` carries is the one on disk.
+        version ``sgl_kernel/version.py`` carries is the one on disk; without that file,
+        the first of :data:`~sglang_shims.patching.KERNEL_DISTS`, as patches ask.
         """
-        found = [(d, v) for d in ("sgl-kernel", "sglang-kernel") if (v := self.version(d))]
+        found = [(d, v) for d in KERNEL_DISTS if (v := self.version(d))]
         if len(found) > 1 and self.kernel_file_version:
             on_file = public_version(self.kernel_file_version)
             on_disk = [(d, v) for d, v in found if public_version(v) == on_file]
             if on_disk:
                 return on_disk[0]
-        return found[-1] if found else None
+        return found[0] if found else None
 
     def kernel_cuda_major(self) -> tuple[int, str] | None:
         """(CUDA major the kernel was built for, how that is known)."""
@@ -453,7 +455,7 @@ def _gather_deep_gemm(facts: Facts) -> None:
 def _kernel_dir_from_record(facts: Facts) -> Path | None:
     from importlib import metadata
 
-    for dist in ("sgl-kernel", "sglang-kernel"):
+    for dist in KERNEL_DISTS:
         if not facts.version(dist):
             continue
         try:

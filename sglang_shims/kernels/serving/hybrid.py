@@ -42,8 +42,8 @@ PROVIDERS = (REAL, ADAPTER, OURS, NONE)
 ADAPTED: dict[str, str] = {"apply_rope_with_cos_sin_cache_inplace": "rotary_embedding"}
 
 #: Names the export data lists from a kernel version on, but only on non-CUDA builds
-#: (sgl-kernel 0.4.3+ re-exports them under ``if`` MUSA only; research
-#: sgl_kernel_history.md section 3.1): {name: first version where CUDA builds lack it}.
+#: (from the version given, the wheel's ``__init__.py`` binds them only in its branch for
+#: non-CUDA builds): {name: first version where CUDA builds lack it}.
 CUDA_ABSENT: dict[str, str] = {"min_p_sampling_from_probs": "0.4.0",
                                "top_k_top_p_sampling_from_probs": "0.4.0"}
 

@@ -181,6 +181,6 @@ def pinned_surface(sglang: str | None) -> tuple[str, set[str]] | None:
 
     pin = symbols.pinned(sglang) if sglang else None
     version = pin.partition("==")[2] if pin else ""
-    if version not in exports.surfaces():
+    if exports.entry(version) is None:
         return None
     return pin or version, exports.exported(version)

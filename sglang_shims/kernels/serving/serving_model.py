@@ -182,7 +182,7 @@ def record_model(ctx: PatchContext, model_config: Any) -> dict[str, Any]:
     found = model_ops.ops_for_config(config)
     module = sys.modules.get("sgl_kernel")
     served = model_ops.served_by(found.ops, module, ctx.details.get("kernel_ops"))
-    sglang = _sglang_version(ctx)
+    sglang = ctx.version("sglang")
     for op in model_ops.not_called(served, sglang):
         served[op] = f"{NOT_CALLED}: sglang {sglang} does not call it from sgl_kernel"
     pinned = model_ops.pinned_surface(sglang)
@@ -218,16 +218,6 @@ def record_model(ctx: PatchContext, model_config: Any) -> dict[str, Any]:
     return entry
 
 
-def _sglang_version(ctx: PatchContext) -> str | None:
-    found = ctx.versions.get("sglang")
-    if found:
-        return found
-    from importlib import metadata
-
-    try:
-        return metadata.version("sglang")
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def _write_report() -> None:

@@ -59,7 +59,8 @@ class Provider:
         self.exports = exports.exported(version, package)
         self.submodules: dict[str, set[str]] = {
             sub: set(exports.names(names))
-            for sub, names in exports.surfaces()[version]["submodules"].items()}
+            for sub, names in (exports.entry(version) or {"submodules": {}})["submodules"]
+            .items()}
         self.proxies: dict[str, OptionalSymbol] = {}
 
     def explain(self, qualname: str) -> Callable[[], str]:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).with_name("data") / "sgl_kernel_exports.json"
-"""The committed file; read through :func:`surfaces` only (regenerated outside the package)."""
+"""The shipped file, compact (written by ``python -m tools.refresh kernel-exports-runtime``
+from the generator's full record in ``tools/refresh/data``); read through this module only."""
 
 NOT_EXPORTS = frozenset({
     "Any", "Callable", "Dict", "Enum", "Iterable", "List", "Literal", "NamedTuple",
@@ -28,11 +29,84 @@ NOT_EXPORTS = frozenset({
 
 
 @cache
+def _compact() -> tuple[list[str], dict[str, Any], list[tuple[str, list[tuple[int, int]]]],
+                        dict[str, tuple[list[tuple[int, int]],
+                                        list[tuple[str, list[tuple[int, int]]]]]]]:
+    """The file as written: (versions, their commit and wheel, [(export, spans)],
+    {submodule: (its own spans, [(name, spans)])}); a span is a (first, last) pair of
+    indexes into the versions (the file keeps each name once, with the runs of versions
+    that have it, instead of every version's whole list: 26 KB instead of 760 KB)."""
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+
+    def runs(text: str) -> list[tuple[int, int]]:
+        out = []
+        for part in text.split():
+            first, _, last = part.partition("-")
+            out.append((int(first), int(last or first)))
+        return out
+
+    exports = [(name, runs(text)) for name, text in data["exports"].items()]
+    subs = {sub: (runs(names.pop("")), [(n, runs(t)) for n, t in names.items()])
+            for sub, names in data["submodules"].items()}
+    return list(data["versions"]), data["versions"], exports, subs
+
+
+def _has(spans: list[tuple[int, int]], at: int) -> bool:
+    return any(first <= at <= last for first, last in spans)
+
+
+@cache
+def entry(version: str) -> dict[str, Any] | None:
+    """One version's record, as :func:`surfaces` has it; None for a version the data does
+    not know.  Built on its own, so that serving one kernel never expands the others."""
+    order, meta, exports, subs = _compact()
+    try:
+        at = order.index(version)
+    except ValueError:
+        return None
+    commit, wheel = meta[version]
+    record: dict[str, Any] = {
+        "commit": commit,
+        "exports": [name for name, spans in exports if _has(spans, at)],
+        "submodules": {sub: [n for n, spans in names if _has(spans, at)]
+                       for sub, (own, names) in subs.items() if _has(own, at)},
+    }
+    if wheel is not None:
+        record["wheel"] = wheel
+    return record
+
+
+def versions() -> list[str]:
+    """Every kernel version the data knows, in version order."""
+    return list(_compact()[0])
+
+
+@cache
 def surfaces() -> dict[str, Any]:
-    """``{kernel version: {"exports": [...], "submodules": {sub: [...]}}}``, in publication
-    order (read once per process)."""
-    data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))["versions"]
-    return data
+    """``{kernel version: {"commit", "exports": [...], "submodules": {sub: [...]}, "wheel"}}``
+    in version order (built once per process, in one pass over the runs; :func:`entry`
+    gives one version without building the others)."""
+    order, meta, exports, subs = _compact()
+    out: dict[str, Any] = {}
+    for version in order:
+        commit, wheel = meta[version]
+        out[version] = {"commit": commit, "exports": [], "submodules": {}}
+        if wheel is not None:
+            out[version]["wheel"] = wheel
+    records = list(out.values())
+    for name, spans in exports:
+        for first, last in spans:
+            for record in records[first:last + 1]:
+                record["exports"].append(name)
+    for sub, (own, names) in subs.items():
+        for first, last in own:
+            for record in records[first:last + 1]:
+                record["submodules"][sub] = []
+        for name, spans in names:
+            for first, last in spans:
+                for record in records[first:last + 1]:
+                    record["submodules"][sub].append(name)
+    return out
 
 
 def names(found: Iterable[str]) -> list[str]:
@@ -44,10 +118,12 @@ def names(found: Iterable[str]) -> list[str]:
 def exported(version: str, package: str = "sgl_kernel") -> set[str]:
     """The public names ``package`` (the top level) binds in kernel ``version``: its own and
     those of the submodules it star-imports."""
-    entry = surfaces()[version]
-    found = set(names([e for e in entry["exports"] if not e.startswith("*")]))
-    for star in (e for e in entry["exports"] if e.startswith(f"*{package}.")):
-        found |= set(names(entry["submodules"].get(star.split(".", 1)[1], [])))
+    record = entry(version)
+    if record is None:
+        raise KeyError(version)
+    found = set(names([e for e in record["exports"] if not e.startswith("*")]))
+    for star in (e for e in record["exports"] if e.startswith(f"*{package}.")):
+        found |= set(names(record["submodules"].get(star.split(".", 1)[1], [])))
     return found
 
 
@@ -56,13 +132,13 @@ def bound(version: str) -> set[str] | None:
     the data does not know; a local part such as ``+cu128`` is dropped): top-level names,
     names of star-imported submodules and the submodules themselves (``from sgl_kernel
     import allreduce`` loads a file), helper imports included."""
-    entry = surfaces().get(version.partition("+")[0])
-    if entry is None:
+    record = entry(version.partition("+")[0])
+    if record is None:
         return None
-    found = {e for e in entry["exports"] if not e.startswith("*")}
-    for star in (e for e in entry["exports"] if e.startswith("*sgl_kernel.")):
-        found |= set(entry["submodules"].get(star.split(".", 1)[1], []))
-    return found | {sub.split(".", 1)[0] for sub in entry["submodules"]}
+    found = {e for e in record["exports"] if not e.startswith("*")}
+    for star in (e for e in record["exports"] if e.startswith("*sgl_kernel.")):
+        found |= set(record["submodules"].get(star.split(".", 1)[1], []))
+    return found | {sub.split(".", 1)[0] for sub in record["submodules"]}
 
 
 def choose_surface(pinned: str | None) -> str:
@@ -70,8 +146,8 @@ def choose_surface(pinned: str | None) -> str:
     newest known release not newer than the pin, else the newest known."""
     from packaging.version import InvalidVersion, Version
 
-    known = [v for v in surfaces() if "+" not in v]
-    if pinned in surfaces():
+    known = [v for v in versions() if "+" not in v]
+    if pinned in versions():
         return pinned
     if pinned:
         try:

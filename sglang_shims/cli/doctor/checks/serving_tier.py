@@ -12,6 +12,7 @@ from typing import Any
 
 from ....catalog.manifest import Gate
 from ....engine.gates import Environment
+from ....patching.dists import KERNEL_DISTS
 from ..finding import Finding, Level
 
 
@@ -19,7 +20,7 @@ def serving_tier(findings: list[Finding], env: Environment, result: Any) -> Find
     """Which kernels would serve sglang here, and why (issue: JIT fallback tier)."""
     fallback = next((v for v in result.views
                      if v.manifest.id == "sgl-kernel-triton-fallback"), None)
-    kernel = env.first_installed(("sgl-kernel", "sglang-kernel"))
+    kernel = env.first_installed(KERNEL_DISTS)
     broken = [f for f in findings if f.check in ("sgl-kernel-abi", "sgl-kernel-arch",
                                                  "sgl-kernel-import") and f.level == Level.FAIL]
     if kernel[1] is not None and not broken:

@@ -16,13 +16,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ....patching.dists import KERNEL_DISTS
 from ..facts import Facts
 from ..finding import Finding, Level
 from ..version_text import public_version
 
 DATA = Path(__file__).parents[1] / "compatibility.json"
 CHECK = "tested"
-KERNEL_DISTS = ("sglang-kernel", "sgl-kernel")
 
 
 @cache
@@ -99,6 +99,34 @@ def _cell(entry: dict[str, Any], tf: str, kernel: str, mode: str) -> dict[str, A
     return None
 
 
+def _newest(releases: list[str]) -> str | None:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return str(max(releases, key=Version)) if releases else None
+    except InvalidVersion:
+        return None
+
+
+def _after(version: str, newest: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version) > Version(newest)
+    except InvalidVersion:
+        return False
+
+
+def _by_range(sglang: str) -> int:
+    """How many built-in patches' sglang gates admit ``sglang``."""
+    from ....catalog import load as _catalog
+    from ....engine.gates import Environment, check_gate
+
+    env = Environment(versions={"sglang": sglang}, hermetic=True)
+    return sum(1 for m in _catalog.load().manifests for g in m.requires
+               if g.dists == ("sglang",) and check_gate(g, env)[0])
+
+
 def check_tested(facts: Facts) -> list[Finding]:
     env = facts.env
     sglang = _public(env.version("sglang"))
@@ -107,6 +135,15 @@ def check_tested(facts: Facts) -> list[Finding]:
     data = matrix()
     entry = data["releases"].get(sglang)
     known = list(data.get("index", {}).get("releases", []))
+    newest = _newest(list(data["releases"]))
+    if entry is None and sglang not in known and newest is not None and _after(sglang, newest):
+        count = _by_range(sglang)
+        return [Finding(CHECK, Level.INFO,
+                        f"sglang {sglang} is newer than the tested matrix (newest tested:"
+                        f" {newest}); {count} patch{'' if count == 1 else 'es'} apply by"
+                        " range: their gates admit it, nothing has checked them on it yet",
+                        "`sglang-shims status` names the patches judged on untested ground;"
+                        " a newer sglang-shims may have tested it")]
     if entry is None:
         tested = ", ".join(data["releases"]) or "none"
         why = ("is not in the compatibility matrix (releases run: " + tested + ")"
@@ -118,7 +155,8 @@ def check_tested(facts: Facts) -> list[Finding]:
     transformers = _public(env.version("transformers"))
     _dist, kernel = env.first_installed(KERNEL_DISTS)
     kernel = _public(kernel)
-    tf5 = str(data.get("index", {}).get("transformers5", ""))
+    tf5 = str(entry["versions"].get("transformers5")
+              or data.get("index", {}).get("transformers5", ""))
     tf, slot = situation(entry, transformers, kernel, tf5)
     torch_run = _public(entry["versions"].get("torch"))
     where = f"sglang {sglang} (matrix run {entry['date']}, torch {torch_run})"

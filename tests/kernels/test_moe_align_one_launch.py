@@ -1,0 +1,304 @@
+"""The single-program ``moe_align_block_size`` (decode sizes) against an exact reference.
+
+Why a file of its own: the one-launch kernel is a second implementation of the same op,
+picked by size, so it needs (1) the op's full semantics checked on inputs that really
+take it, (2) proof that the size dispatch sends small inputs to it and large ones to the
+three launches, and (3) proof that the Triton path never reads a device value on the
+host, which would break sglang's CUDA graph capture of the decode step.
+
+(1) ``reference`` below is written in plain Python lists from the module docstring of
+``sglang_shims.kernels.ops.moe_align``; every output buffer starts full of a sentinel, and
+the whole buffer is compared, so a slot written when it must not be (padding without
+``pad_sorted_token_ids``, ``experts_ids`` past the padded total, ``cumsum_buffer`` past
+the total) fails as surely as a wrong value.  Each call also records the launches and
+fails unless the one-launch kernel ran.
+
+Without a GPU the kernels run under Triton's interpreter (``TRITON_INTERPRET=1``, see
+tests/support/kernels.py); 15-20 s on the 2-core VM.  On a GPU the same tests run compiled,
+and ``test_one_launch_replays_in_a_cuda_graph`` also captures the op in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch", reason="torch is not installed: the kernel tests need it")
+
+from sglang_shims.kernels.ops import moe_align as A
+from sglang_shims.kernels.ops.moe_align import launch as L
+
+from ..support.align import align_buffers, align_reference
+from ..support.kernels import has_cuda, select_backend, triton_skip
+
+HAS_CUDA = has_cuda()
+NO_TRITON = triton_skip()
+pytestmark = pytest.mark.skipif(bool(NO_TRITON), reason=NO_TRITON or "triton is here")
+
+ONE = ["moe_align_one"]
+THREE = ["moe_align_count", "moe_align_scan", "moe_align_place"]
+
+
+@pytest.fixture(autouse=True)
+def one_launch_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The path ships switched off until a GPU has timed it; these tests switch it on at
+    the limit it is meant to get."""
+    monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", L.ONE_LAUNCH_ON)
+
+
+@contextmanager
+def recorded_launches(run_kernels: bool = True) -> Iterator[list[str]]:
+    """The names of the kernels the op launches; with ``run_kernels=False`` only the
+    dispatch decision is made (the kernels do not run)."""
+    names: list[str] = []
+    real = A.launch_kernel
+
+    def spy(key: Hashable, kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
+        assert isinstance(key, tuple)
+        names.append(str(key[0]))
+        if run_kernels:
+            real(key, kernel, grid, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(A, "launch_kernel", spy)
+        yield names
+
+
+@contextmanager
+def triton_backend() -> Iterator[str]:
+    with pytest.MonkeyPatch.context() as mp:
+        yield select_backend("triton", mp, HAS_CUDA)
+
+
+def align_and_compare(ids: torch.Tensor, n_buckets: int, bs: int, pad: bool,
+                      ignore_invalid: bool, want_launches: list[str] = ONE,
+                      slack: int = 0) -> None:
+    """Run the op on sentinel buffers; compare every buffer whole with the reference."""
+    bufs = align_buffers(ids.numel(), n_buckets, bs, str(ids.device), slack)
+    before = [b.tolist() for b in bufs]
+    with recorded_launches() as names:
+        A.moe_align_block_size(ids, n_buckets, bs, *bufs, pad, ignore_invalid)
+    assert names == want_launches
+    want = align_reference(ids.flatten().tolist(), n_buckets, bs, pad, ignore_invalid, before)
+    for label, got, expected in zip(("sorted_token_ids", "experts_ids",
+                                     "num_tokens_post_pad", "cumsum_buffer"),
+                                    bufs, want, strict=True):
+        assert got.tolist() == expected, label
+
+
+# ------------------------------------------------------------------ (1) the semantics
+
+
+@st.composite
+def align_inputs(draw: st.DrawFn) -> tuple[list[list[int]], int, int, bool, bool, bool]:
+    """Decode-sized routing: 1..64 tokens x top 1..8 over 2..257 buckets, with the -1 ids
+    of expert parallelism and ids on both sides of the valid range (int64 ones past the
+    int32 range too, which must not wrap into a bucket)."""
+    tokens = draw(st.integers(1, 64))
+    k = draw(st.integers(1, 8))
+    n_buckets = draw(st.integers(2, 257))
+    wide = draw(st.booleans())  # int64 ids
+    valid = st.integers(-1, n_buckets - 2)
+    junk = [st.integers(-50, -2), st.integers(n_buckets - 1, n_buckets + 50)]
+    if wide:
+        junk += [st.sampled_from([2**32 + 1, 2**32 - 1, -(2**32) + 3, 2**31, 2**40 + 1])]
+    ident = st.one_of(valid, valid, valid, *junk)
+    # few distinct experts at times, so that buckets hold many tokens across chunks
+    if draw(st.booleans()):
+        ident = st.sampled_from(draw(st.lists(ident, min_size=1, max_size=4)))
+    rows = draw(st.lists(st.lists(ident, min_size=k, max_size=k), min_size=tokens,
+                         max_size=tokens))
+    bs = draw(st.sampled_from([1, 16, 64, 128]))
+    return rows, n_buckets, bs, draw(st.booleans()), draw(st.booleans()), wide
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=align_inputs())
+def test_one_launch_matches_reference(case: tuple[list[list[int]], int, int, bool, bool,
+                                                  bool]) -> None:
+    rows, n_buckets, bs, pad, ignore_invalid, wide = case
+    with triton_backend() as dev:
+        ids = torch.tensor(rows, dtype=torch.int64 if wide else torch.int32, device=dev)
+        align_and_compare(ids, n_buckets, bs, pad, ignore_invalid)
+
+
+@pytest.mark.parametrize("pad", [True, False], ids=["pad", "nopad"])
+@pytest.mark.parametrize("ignore_invalid", [True, False], ids=["ignore", "keep"])
+@pytest.mark.parametrize("fill", [-1, 5, -4], ids=["all-minus-one", "all-past", "all-below"])
+def test_one_launch_when_nothing_or_only_minus_one_is_routed(
+        pad: bool, ignore_invalid: bool, fill: int) -> None:
+    """Every id -1 or out of range: with nothing to place the padded total is 0 (no
+    ``experts_ids`` written), or one block of bucket 0 when the -1 ids count."""
+    with triton_backend() as dev:
+        ids = torch.full((3, 4), fill, dtype=torch.int32, device=dev)
+        align_and_compare(ids, 5, 16, pad, ignore_invalid, slack=3)
+
+
+@pytest.mark.parametrize("id_dtype", [torch.int32, torch.int64], ids=["i32", "i64"])
+@pytest.mark.parametrize("bs", [1, 16, 64, 128])
+def test_one_launch_one_bucket_across_many_chunks(id_dtype: torch.dtype, bs: int) -> None:
+    """512 tokens of 257 buckets are 32 chunks of 16; tokens of the same expert in every
+    chunk must keep their order (the running per-bucket rank carried between chunks)."""
+    with triton_backend() as dev:
+        n = torch.arange(512)
+        ids = torch.where(n % 3 == 0, 7, torch.where(n % 3 == 1, 255, -1)).to(id_dtype)
+        align_and_compare(ids.view(64, 8).to(dev), 257, bs, True, False)
+
+
+def test_one_launch_at_its_limits() -> None:
+    """1024 routed tokens over 1024 buckets: one-hot tiles of 8 tokens, 128 chunks."""
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(-1, 1023, (128, 8), generator=g, dtype=torch.int32)
+    with triton_backend() as dev:
+        align_and_compare(ids.to(dev), L.ONE_LAUNCH_MAX_BUCKETS, 16, False, False)
+
+
+def test_one_launch_strided_ids_and_longer_buffers() -> None:
+    """A non-contiguous ``topk_ids`` view; buffers longer than needed keep their tails."""
+    g = torch.Generator().manual_seed(6)
+    base = torch.randint(-1, 12, (8, 5), generator=g, dtype=torch.int64)
+    with triton_backend() as dev:
+        align_and_compare(base.to(dev).t(), 13, 4, True, True, slack=9)
+        align_and_compare(base.to(dev).t(), 13, 4, False, False, slack=9)
+
+
+@pytest.mark.parametrize("one", [True, False], ids=["one-launch", "three-launch"])
+def test_wide_int64_ids_never_wrap_into_a_bucket(monkeypatch: pytest.MonkeyPatch,
+                                                 one: bool) -> None:
+    """An int64 id past the int32 range is out of range, on both Triton paths (narrowed
+    first, 2**32 + 1 would read as expert 1)."""
+    if not one:
+        monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", 0)
+    ids = torch.tensor([[2**32 + 1, 1], [2**32 - 1, -(2**32) + 2], [2**31, 0]],
+                       dtype=torch.int64)
+    with triton_backend() as dev:
+        for ignore_invalid in (False, True):
+            align_and_compare(ids.to(dev), 4, 2, True, ignore_invalid,
+                              want_launches=ONE if one else THREE)
+
+
+def test_both_paths_agree_across_the_entry_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the limit lowered to 40 entries, 40 take one launch and 41 three; both exact."""
+    monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", 40)
+    g = torch.Generator().manual_seed(8)
+    with triton_backend() as dev:
+        for shape, want in (((5, 8), ONE), ((41, 1), THREE)):  # 40 and 41 entries
+            ids = torch.randint(-1, 9, shape, generator=g, dtype=torch.int32)
+            align_and_compare(ids.to(dev), 10, 16, True, False, want_launches=want)
+
+
+# ------------------------------------------------------------------ (2) the dispatch
+
+
+def _dispatch(numel: int, n_buckets: int, bs: int, pad: bool) -> list[str]:
+    """The launches the op makes for these sizes (the kernels themselves do not run)."""
+    with triton_backend() as dev, recorded_launches(run_kernels=False) as names:
+        ids = torch.zeros(numel, dtype=torch.int32, device=dev)
+        A.moe_align_block_size(ids, n_buckets, bs, *align_buffers(numel, n_buckets, bs, dev), pad)
+    return names
+
+
+def test_dispatch_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    most_e, most_b = L.ONE_LAUNCH_MAX_ENTRIES, L.ONE_LAUNCH_MAX_BUCKETS
+    assert _dispatch(1, 129, 64, True) == ONE  # 1 token, top-1
+    assert _dispatch(8, 129, 64, True) == ONE  # 1 token, top-8 of 128: decode
+    assert _dispatch(most_e, most_b, 16, False) == ONE
+    assert _dispatch(most_e + 1, 129, 16, False) == THREE
+    assert _dispatch(8, most_b + 1, 16, False) == THREE
+    # the padding fill: one program writes at most ONE_LAUNCH_MAX_FILL slots alone
+    assert align_buffers(most_e, 1000, 128, "cpu")[0].numel() > L.ONE_LAUNCH_MAX_FILL
+    assert _dispatch(most_e, 1000, 128, True) == THREE
+    assert _dispatch(most_e, 1000, 128, False) == ONE
+    assert _dispatch(512, 257, 128, True) == ONE  # 64 tokens x top-8, DeepSeek V3
+    monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", 0)  # the switch: everything to three
+    assert _dispatch(8, 129, 64, True) == THREE
+
+
+# ------------------------------------------------------------------ (3) no host reads
+
+_READS = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__")
+
+
+@contextmanager
+def host_reads_fail() -> Iterator[list[str]]:
+    """Every way our wrapper could read a device value raises, except while a kernel is
+    being launched (Triton's interpreter copies tensors to numpy there, which on a GPU is
+    the launch itself).  Yields the names of the kernels launched."""
+    inside = [False]
+    names: list[str] = []
+    real_launch = A.launch_kernel
+
+    def guarded(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def read(*args: Any, **kwargs: Any) -> Any:
+            if not inside[0]:
+                raise AssertionError(f"host read of a device value: Tensor.{name}")
+            return real(*args, **kwargs)
+        return read
+
+    def spy(key: Hashable, kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
+        assert isinstance(key, tuple)
+        names.append(str(key[0]))
+        inside[0] = True
+        try:
+            real_launch(key, kernel, grid, *args, **kwargs)
+        finally:
+            inside[0] = False
+
+    with pytest.MonkeyPatch.context() as mp:
+        for name in _READS:
+            mp.setattr(torch.Tensor, name, guarded(name, getattr(torch.Tensor, name)))
+        mp.setattr(torch.cuda, "synchronize", guarded("synchronize", torch.cuda.synchronize))
+        mp.setattr(A, "launch_kernel", spy)
+        yield names
+
+
+def test_the_guard_catches_a_host_read() -> None:
+    """The guard below is live: an ``.item()`` outside a launch fails."""
+    t = torch.ones(1)
+    with host_reads_fail(), pytest.raises(AssertionError, match=r"Tensor\.item"):
+        t.item()
+
+
+@pytest.mark.parametrize("entries", [8, 2000], ids=["one-launch", "three-launch"])
+def test_triton_path_reads_no_device_value(entries: int) -> None:
+    g = torch.Generator().manual_seed(9)
+    ids = torch.randint(-1, 16, (entries,), generator=g, dtype=torch.int32)
+    with triton_backend() as dev:
+        ids = ids.to(dev)
+        bufs = align_buffers(entries, 17, 16, dev)
+        with host_reads_fail() as names:
+            A.moe_align_block_size(ids, 17, 16, *bufs, True, False)
+        assert names == (ONE if entries <= L.ONE_LAUNCH_MAX_ENTRIES else THREE)
+        before = [b.tolist() for b in align_buffers(entries, 17, 16, dev)]
+        want = align_reference(ids.tolist(), 17, 16, True, False, before)
+        assert [b.tolist() for b in bufs] == want
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU: CUDA graph capture needs one")
+@pytest.mark.parametrize("tokens", [1, 8, 64])
+def test_one_launch_replays_in_a_cuda_graph(tokens: int) -> None:
+    """Captured once, replayed on new ids: the kernel's sizes come from its arguments only."""
+    g = torch.Generator().manual_seed(10)
+    ids = torch.randint(0, 128, (tokens, 8), generator=g, dtype=torch.int32).cuda()
+    bufs = align_buffers(ids.numel(), 129, 64, "cuda")
+    before = [b.tolist() for b in bufs]
+    with recorded_launches() as names:
+        A.moe_align_block_size(ids, 129, 64, *bufs, True, False)  # compiles outside
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            A.moe_align_block_size(ids, 129, 64, *bufs, True, False)
+    assert names == ONE * 2
+    for _ in range(3):
+        ids.copy_(torch.randint(-1, 128, (tokens, 8), generator=g, dtype=torch.int32))
+        for b, s in zip(bufs, before, strict=True):
+            b.copy_(torch.tensor(s, dtype=torch.int32))
+        graph.replay()
+        torch.cuda.synchronize()
+        want = align_reference(ids.flatten().tolist(), 129, 64, True, False, before)
+        assert [b.tolist() for b in bufs] == want

@@ -1,0 +1,178 @@
+"""docs/maintaining.md, run: "a new sglang came out", against a fabricated release.
+
+The release (sglang 0.5.24) is the real 0.5.23 wheel with its version changed and one line
+added to ``sglang/srt/entrypoints/engine.py`` (the "break"), served from a local folder
+(``--index none --find-links``) with a private wheel cache, in a scratch copy of this
+checkout whose recorded index is cut to two real releases so that every wheel the loop
+reads is at hand.  The loop: the canary lists it, the refresh takes it into the release
+list and the per-release data, ``doctor`` calls it untested, a patch for the break is
+written, the refresh indexes it, the range test agrees and ``--check`` passes.  The
+canary's cells are the one step left out: they build environments from the index (the
+runner's resolver rules are tested in test_compatibility_matrix.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ..support.run import REPO, clean_env
+
+pytestmark = pytest.mark.wheels
+
+REAL = ("0.5.16", "0.5.23")
+NEW = "0.5.24"
+BREAK = "# fabricated for the maintainers' walkthrough: 0.5.24 moved the hook\n"
+PATCH_ID = "walkthrough-new-release"
+
+
+def fabricate(wheel: Path, version: str, folder: Path) -> Path:
+    """``wheel`` re-versioned as ``version`` (pure Python tag), with the break added."""
+    old = wheel.name.split("-")[1]
+    out = folder / f"sglang-{version}-py3-none-any.whl"
+    records = []
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            name = info.filename.replace(f"sglang-{old}.dist-info", f"sglang-{version}.dist-info")
+            if name.endswith("/") or name.endswith(".dist-info/RECORD"):
+                continue
+            data = src.read(info)
+            if name.endswith(".dist-info/METADATA"):
+                data = data.replace(f"Version: {old}\n".encode(), f"Version: {version}\n".encode())
+            elif name.endswith(".dist-info/WHEEL"):
+                data = b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n" \
+                       b"Tag: py3-none-any\n"
+            elif name == "sglang/srt/entrypoints/engine.py":
+                data = BREAK.encode() + data
+            dst.writestr(name, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            records.append(f"{name},sha256={digest.decode()},{len(data)}")
+        record = f"sglang-{version}.dist-info/RECORD"
+        dst.writestr(record, "\n".join([*records, f"{record},,"]) + "\n")
+    return out
+
+
+def copy_checkout(dest: Path) -> Path:
+    """The files of this checkout (tracked and new, not ignored) under ``dest``."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout.split("\0")
+    for rel in filter(None, listed):
+        source = REPO / rel
+        if source.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / rel)
+    return dest
+
+
+def manifest() -> str:
+    return textwrap.dedent(f'''\
+        id = "{PATCH_ID}"
+        summary = "sglang {NEW} moved the hook (a fabricated break, for the walkthrough)"
+        evidence = ["https://github.com/sgl-project/sglang/releases"]
+        default = "off"
+        policy = "optional"
+        changes = "Nothing: the walkthrough's patch only has to be judged and indexed."
+
+        [target]
+        module = "sglang.srt.entrypoints.engine"
+        when = "after"
+
+        [requires]
+        sglang = ">={NEW}"
+
+        [range]
+        established = "the release index: only {NEW}'s wheel has the moved hook"
+
+        [[fingerprint]]
+        module = "sglang.srt.entrypoints.engine"
+        anchors = ["0.5.24 moved the hook"]
+
+        [retire]
+        when = "never: a walkthrough"
+        installed = ["no-such-distribution-for-the-walkthrough"]
+        ''')
+
+
+def test_a_new_sglang_release_goes_round_the_loop(tmp_path: Path) -> None:
+    from sglang_shims.testing import wheels
+
+    cache, index = tmp_path / "cache", tmp_path / "index"
+    cache.mkdir(mode=0o700)
+    index.mkdir()
+    real = {v: wheels.fetch("sglang", v) for v in REAL}  # the sample's real wheels
+    for path in real.values():
+        shutil.copy(path, cache / path.name)
+    repo = copy_checkout(tmp_path / "repo")
+    snapshot = repo / "tools" / "refresh" / "data" / "index.json"
+    data = json.loads(snapshot.read_text())
+    data["projects"]["sglang"] = {v: e for v, e in data["projects"]["sglang"].items()
+                                  if v in REAL}
+    snapshot.write_text(json.dumps(data))
+    env = clean_env(SGLANG_SHIMS_WHEEL_CACHE=str(cache), PYTHONPATH=str(repo))
+
+    def refresh(*args: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "tools.refresh", "--index", "none",
+                               "--find-links", str(index), *args], cwd=repo, env=env,
+                              capture_output=True, text=True, timeout=1200, check=False)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return proc.stdout
+
+    # the copy's data cut to the two releases, as a refresh writes it: the starting point
+    refresh("index", "releases", "kernel-symbols", "moe-fp8-opset", "release-index")
+    assert "STALE" not in refresh("--check")
+
+    # 0. sglang 0.5.24 appears on the index
+    fabricate(real["0.5.23"], NEW, index)
+
+    # 1. what is new
+    refresh("--new", "--no-cells", "--report-dir", str(tmp_path / "canary"))
+    (report,) = (tmp_path / "canary").glob("*.md")
+    assert f"| sglang | {NEW} |" in report.read_text()
+
+    # 2. the refresh takes it in; the matrix has not run it: a note, not a failure
+    refresh()
+    releases = (repo / "tests" / "data" / "sglang_releases.txt").read_text().split()
+    assert releases == [*REAL, NEW]
+    check = refresh("--check")
+    assert "STALE" not in check and f"sglang {NEW} is on the index and not in the matrix" \
+        in check
+
+    # users are told it is untested
+    doctor = subprocess.run(
+        [sys.executable, "-c", "from sglang_shims.cli.doctor.checks import tested\n"
+         "from sglang_shims.cli.doctor.facts import Facts\n"
+         "from sglang_shims.engine.gates import Environment\n"
+         f"env = Environment(versions={{'sglang': '{NEW}'}}, hermetic=True)\n"
+         "print(tested.check_tested(Facts(env=env))[0].detail)"],
+        cwd=repo, env=env, capture_output=True, text=True, check=True)
+    assert doctor.stdout.startswith(f"sglang {NEW} is newer than the tested matrix (newest"
+                                    " tested: 0.5.23)")
+
+    # 3. the patch for the break, then the refresh indexes it and regenerates the catalog
+    folder = repo / "patches" / PATCH_ID
+    folder.mkdir()
+    (folder / "manifest.toml").write_text(manifest())
+    (folder / "patch.py").write_text("def apply(ctx):\n    pass\n")
+    assert f"{PATCH_ID} is not indexed" in subprocess.run(
+        [sys.executable, "-m", "tools.refresh", "--check"], cwd=repo, env=env,
+        capture_output=True, text=True, check=False).stdout
+    refresh("release-index", "catalog", "patches-page")  # what a new patch changes
+    assert "STALE" not in refresh("--check")
+    present = json.loads((repo / "tests" / "data" / "release_index.json").read_text())
+    assert present["patches"][PATCH_ID]["present"] == [[NEW, NEW]]
+
+    # 4. the range test agrees with the manifest
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n0", "-p", "no:cacheprovider",
+                           "tests/wheels/test_patch_ranges.py", "-k",
+                           f"range_matches and {PATCH_ID}"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout[-3000:]
