@@ -307,6 +307,11 @@ def _score(killed: int, counted: int) -> str:
     return f"{100 * killed / counted:.0f} %" if counted else "-"
 
 
+_PASSED: set[tuple[str, ...]] = set()
+"""The test arguments already seen passing on the unmutated tree in this run: the doctor's
+modules share one set of files (a minute), checked once rather than once per module."""
+
+
 def _run_module(tree: Path, entry: dict[str, object], picked: list[int], timeout: float,
                 rows: list[Row]) -> None:
     """Runs the mutants ``picked`` (indices into ``mutants()`` of the module) and appends a
@@ -320,11 +325,14 @@ def _run_module(tree: Path, entry: dict[str, object], picked: list[int], timeout
         tests += ["--deselect", str(test_id)]
     tests += [str(a) for a in entry.get("args", [])]  # type: ignore[attr-defined]
     runner = Runner(tree)
-    outcome, seconds = runner.run(tests, timeout * 3)
-    if outcome != "survived":
-        print(f"{path}: the unmutated tree fails its tests ({outcome}); skipped", flush=True)
-        runner.close()
-        return
+    if tuple(tests) not in _PASSED:
+        outcome, seconds = runner.run(tests, timeout * 3)
+        if outcome != "survived":
+            print(f"{path}: the unmutated tree fails its tests ({outcome}); skipped",
+                  flush=True)
+            runner.close()
+            return
+        _PASSED.add(tuple(tests))
     try:
         for index in picked:
             line, description, text = found[index]
