@@ -218,3 +218,20 @@ def test_processes_are_listed_by_time_then_pid_a_report_without_one_first(folder
     path.write_text(json.dumps(data))
     report(folder, 3, {"a": "applied"}, time=4)
     assert [p.get("pid") for p in aggregate(folder).processes] == [3, None, 1]
+
+
+def test_processes_that_disagree_on_a_patch_are_a_problem(folder: Path) -> None:
+    report(folder, 10, {"a": "applied", "b": "applied"})
+    report(folder, 11, {"a": "not-applicable", "b": "applied"}, role="scheduler")
+    disagree = [p for p in aggregate(folder).problems if "disagree" in p]
+    assert len(disagree) == 1
+    assert disagree[0].startswith("a: processes disagree (")
+
+
+def test_the_role_column_says_a_helper_and_whose_state_a_fork_child_has() -> None:
+    label = status_module.label
+    assert label({"role": "main", "helper": "pip"}) == "helper: pip"
+    assert label({"role": "scheduler", "forked_from": 7, "inherited": True}) == \
+        "scheduler (fork of 7, state inherited at fork)"
+    assert label({"role": "scheduler", "forked_from": 7}) == "scheduler (fork of 7, own report)"
+    assert label({"role": "scheduler"}) == "scheduler"
