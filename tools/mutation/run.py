@@ -423,9 +423,11 @@ def main() -> int:
         return 0
     if args.mutant and (not args.module or len(args.module) != 1):
         parser.error("--mutant needs exactly one --module")
-    for path, entry in entries.items():
-        if args.module and path not in args.module:
-            continue
+    unknown = [m for m in args.module or [] if m not in entries]
+    if unknown:
+        parser.error(f"not in config.toml: {unknown}")
+    for path in args.module or list(entries):  # in the order named: what matters most first
+        entry = entries[path]
         count = len(mutants((args.tree / path).read_text(encoding="utf-8")))
         every = args.every or int(entry.get("every", config.get("every", 1)))  # type: ignore[call-overload]
         picked = args.mutant or list(range(count))[::every]
