@@ -23,6 +23,7 @@ from sglang_shims.engine.gates import (
 )
 
 from ..support.packages import manifest_text
+from ..support.run import imported_by_running
 
 
 @pytest.mark.parametrize(("version", "spec", "expected"), [
@@ -367,3 +368,10 @@ def test_finder_reader_refuses_segments_out_of_order(version: str) -> None:
 
     assert _versions.version_key(version) is None
     assert _versions.spec_contains(">=0", version) is False
+
+
+def test_the_version_reader_imports_nothing_when_it_loads() -> None:
+    """The finder's reader runs at wake-up: its type-only imports stay behind
+    ``TYPE_CHECKING`` (``os`` and ``sys`` are loaded before any ``.pth``)."""
+    source = Path(__file__).resolve().parents[2] / "sglang_shims" / "_versions.py"
+    assert imported_by_running(source) == []
