@@ -375,3 +375,12 @@ def test_the_version_reader_imports_nothing_when_it_loads() -> None:
     ``TYPE_CHECKING`` (``os`` and ``sys`` are loaded before any ``.pth``)."""
     source = Path(__file__).resolve().parents[2] / "sglang_shims" / "_versions.py"
     assert imported_by_running(source) == []
+
+
+@pytest.mark.parametrize("version", ["a1!1.0", "1a!1.0", "!1.0", "x!1.0"])
+def test_finder_reader_refuses_an_epoch_that_is_not_a_number(version: str) -> None:
+    """An epoch is digits only; anything else is not a version (and never an error)."""
+    from sglang_shims import _versions
+
+    assert _versions.version_key(version) is None
+    assert _versions.spec_contains(">=0", version) is False
