@@ -10,6 +10,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -251,3 +252,24 @@ def test_a_missing_kernel_alone_is_remedied_once(monkeypatch: pytest.MonkeyPatch
     [pin] = [f for f in by_check(found, "sglang-pin") if f.level != Level.OK]
     assert pin.detail == "sglang 0.5.16 requires sglang-kernel==0.4.5; it is not installed"
     assert pin.remedy == "the same as for sgl-kernel-not-installed above"
+
+
+def test_diagnose_probes_and_uses_torch_unless_told_not_to(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default the import probe runs and GPU detection may import torch."""
+    asked: list[tuple[str, bool]] = []
+
+    def gather(env: object, *, use_torch: bool) -> object:
+        asked.append(("use_torch", use_torch))
+        return SimpleNamespace(problems=[])
+
+    def ordered(probe_import: bool, announce: object) -> list[object]:
+        asked.append(("probe_import", probe_import))
+        return []
+
+    monkeypatch.setattr(doctor, "gather", gather)
+    monkeypatch.setattr(doctor.checks, "ordered", ordered)
+    assert diagnose() == []
+    diagnose(use_torch=False, probe_import=False)
+    assert asked == [("use_torch", True), ("probe_import", True),
+                     ("use_torch", False), ("probe_import", False)]
