@@ -7,7 +7,9 @@ the file's text in place of the node it changes, comments and layout kept.  The 
 is written over the module in a *scratch checkout* (never the working tree others edit),
 and the module's test files are run as ``SGLANG_SHIMS_CI=1 python -m pytest -x -n0`` would
 run them (by a server that has imported pytest once and forks a child per run).
-A mutant is *killed* when the run fails or times out, *survived* when it passes.
+A mutant is *killed* when the run fails or times out, *survived* when it passes.  The first
+test file runs alone first (most mutants fail it, and collecting every file is most of a
+run), then, if it passed, all of them.
 
 Usage (from the repository root)::
 
@@ -211,7 +213,8 @@ class Runner:
                 os.killpg(child, signal.SIGKILL)
             self._line(None)
             return "timeout", time.monotonic() - start
-        return ("survived" if int(code) == 0 else "killed"), time.monotonic() - start
+        outcome = {0: "survived", 5: "empty"}.get(int(code), "killed")  # 5: none collected
+        return outcome, time.monotonic() - start
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -307,6 +310,25 @@ def _score(killed: int, counted: int) -> str:
     return f"{100 * killed / counted:.0f} %" if counted else "-"
 
 
+def _first_file(tests: list[str]) -> list[str]:
+    """``tests`` (files, then ``--deselect ID`` pairs and other arguments) cut to the first
+    file: collecting every file (the doctor's six take most of a run) is wasted on a mutant
+    that the first one kills."""
+    count = next((n for n, t in enumerate(tests) if t.startswith("-")), len(tests))
+    files, options = tests[:count], tests[count:]
+    out = files[:1]
+    n = 0
+    while n < len(options):
+        if options[n] == "--deselect" and n + 1 < len(options):
+            if options[n + 1].split("::")[0] == files[0].split("::")[0]:
+                out += options[n:n + 2]
+            n += 2
+        else:
+            out.append(options[n])
+            n += 1
+    return out
+
+
 _PASSED: set[tuple[str, ...]] = set()
 """The test arguments already seen passing on the unmutated tree in this run: the doctor's
 modules share one set of files (a minute), checked once rather than once per module."""
@@ -324,6 +346,7 @@ def _run_module(tree: Path, entry: dict[str, object], picked: list[int], timeout
     for test_id in entry.get("deselect", []):  # type: ignore[attr-defined]
         tests += ["--deselect", str(test_id)]
     tests += [str(a) for a in entry.get("args", [])]  # type: ignore[attr-defined]
+    first = _first_file(tests)
     runner = Runner(tree)
     if tuple(tests) not in _PASSED:
         outcome, seconds = runner.run(tests, timeout * 3)
@@ -337,7 +360,13 @@ def _run_module(tree: Path, entry: dict[str, object], picked: list[int], timeout
         for index in picked:
             line, description, text = found[index]
             target.write_text(text, encoding="utf-8")
-            outcome, seconds = runner.run(tests, timeout)
+            outcome, seconds = "survived", 0.0
+            if first != tests:  # most mutants fail the first (fastest) file: collect it alone
+                outcome, seconds = runner.run(first, timeout)
+            if outcome in ("survived", "empty"):
+                outcome, more = runner.run(tests, max(1.0, timeout - seconds))
+                seconds += more
+            outcome = "killed" if outcome == "empty" else outcome
             rows.append({"index": index, "line": line, "mutation": description,
                          "code": _code(original, line), "outcome": outcome,
                          "seconds": round(seconds, 1)})
@@ -436,7 +465,7 @@ def main() -> int:
         rows: list[Row] = []
         _run_module(args.tree, entry, picked, float(entry.get("timeout_s", timeout)),  # type: ignore[arg-type]
                     rows)
-        if args.mutant:  # a check by hand: printed, not kept in the result file
+        if args.mutant or (picked and not rows):  # by hand, or skipped: not kept
             continue
         results[path] = rows
         args.out.write_text(json.dumps(results, indent=1), encoding="utf-8")
