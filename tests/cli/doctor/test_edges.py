@@ -273,3 +273,16 @@ def test_diagnose_probes_and_uses_torch_unless_told_not_to(
     diagnose(use_torch=False, probe_import=False)
     assert asked == [("use_torch", True), ("probe_import", True),
                      ("use_torch", False), ("probe_import", False)]
+
+
+def test_the_gpu_line_ends_with_the_driver_and_its_cuda() -> None:
+    from sglang_shims.cli.doctor.checks.gpu import check_gpus
+
+    f = facts({}, caps=[(9, 0)], driver_version="570.86", driver_cuda=12080,
+              gpu_names=["NVIDIA H100"])
+    (line,) = check_gpus(f)
+    assert line.detail.startswith("GPU0 NVIDIA H100 ")
+    assert line.detail.endswith("; driver 570.86, CUDA 12.8")
+    assert check_gpus(facts({}, caps=[(9, 0)], driver_cuda=12080))[0].detail.endswith(
+        "; driver ?, CUDA 12.8")
+    assert "driver" not in check_gpus(facts({}, caps=[(9, 0)]))[0].detail
