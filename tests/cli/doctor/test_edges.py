@@ -286,3 +286,14 @@ def test_the_gpu_line_ends_with_the_driver_and_its_cuda() -> None:
     assert check_gpus(facts({}, caps=[(9, 0)], driver_cuda=12080))[0].detail.endswith(
         "; driver ?, CUDA 12.8")
     assert "driver" not in check_gpus(facts({}, caps=[(9, 0)]))[0].detail
+
+
+@pytest.mark.parametrize("origin", ["pth", "launch", None])
+def test_this_interpreter_is_hooked_when_something_activated_it(
+        origin: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sglang_shims import _bootstrap
+    from sglang_shims.cli.doctor.checks import hook
+
+    monkeypatch.setattr(_bootstrap, "active", lambda: origin)
+    state = hook.this_interpreter()
+    assert (state.active, state.origin) == (origin is not None, origin)
