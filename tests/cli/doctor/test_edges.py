@@ -297,3 +297,16 @@ def test_this_interpreter_is_hooked_when_something_activated_it(
     monkeypatch.setattr(_bootstrap, "active", lambda: origin)
     state = hook.this_interpreter()
     assert (state.active, state.origin) == (origin is not None, origin)
+
+
+def test_the_hook_check_asks_a_child_with_this_process_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no environment given, the child interpreter is started with this one's."""
+    from sglang_shims.cli.doctor.checks import hook
+
+    given: list[object] = []
+    monkeypatch.setattr(hook, "child_interpreter",
+                        lambda environ: given.append(environ) or "not started in this test")
+    found = hook.check_hook(Facts(env=Environment(versions={}, capabilities=[])))
+    assert given == [dict(os.environ)]
+    assert [f.check for f in found] == ["hook", "hook-child"]
