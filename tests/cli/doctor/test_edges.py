@@ -310,3 +310,14 @@ def test_the_hook_check_asks_a_child_with_this_process_environment(
     found = hook.check_hook(Facts(env=Environment(versions={}, capabilities=[])))
     assert given == [dict(os.environ)]
     assert [f.check for f in found] == ["hook", "hook-child"]
+
+
+def test_torch_that_sees_no_gpu_on_a_machine_with_gpus_warns() -> None:
+    from sglang_shims.cli.doctor.checks.installed import check_versions
+
+    f = facts({"torch": "2.8.0"}, caps=[(9, 0)], torch_build="cuda", torch_cuda="12.8",
+              torch_sees_gpu=False)
+    (torch,) = by_check(check_versions(f), "torch")
+    assert torch.level == Level.WARN
+    assert torch.detail.startswith("torch 2.8.0 (CUDA 12.8): torch.cuda.is_available() is False")
+    assert torch.remedy == "check CUDA_VISIBLE_DEVICES and that the driver matches torch's CUDA"
