@@ -10,13 +10,15 @@ and ``sglang-shims check`` can never disagree on what a field is.  What a table 
 (a PEP 440 specifier that parses, an id equal to its folder's name) stays in code, in
 :func:`sglang_shims.catalog.manifest.parse`.
 
-Plain classes with ``__slots__``: built only when a manifest is parsed from TOML (the
-CLI, ``SGLANG_SHIMS_PATH`` folders), never when a process wakes.
+Frozen dataclasses: this module is imported only when a manifest is parsed from TOML (the
+CLI, ``SGLANG_SHIMS_PATH`` folders), never when a process wakes from ``catalog.json``, so
+what ``dataclasses`` costs at import is never paid on the way to serving.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -55,6 +57,7 @@ def matches(pattern: str, text: str) -> bool:
     return found.match(text) is not None
 
 
+@dataclass(frozen=True)
 class Field:
     """One key of a table.
 
@@ -65,52 +68,44 @@ class Field:
     pattern cannot state (it returns the problem, or ``None``); the schema cannot carry it.
     """
 
-    __slots__ = ("check", "choices", "default", "doc", "key", "keys", "kind", "min_items",
-                 "pattern", "problem", "required", "table")
+    key: str
+    kind: str
+    doc: str
+    _: KW_ONLY
+    required: bool = False
+    default: Any = None
+    pattern: str | None = None
+    choices: tuple[str, ...] = ()
+    problem: str = ""
+    table: Table | None = None
+    keys: str | None = None
+    min_items: int = 0
+    check: Callable[[Any], str | None] | None = None
 
-    def __init__(self, key: str, kind: str, doc: str, *, required: bool = False,
-                 default: Any = None, pattern: str | None = None,
-                 choices: tuple[str, ...] = (), problem: str = "", table: Table | None = None,
-                 keys: str | None = None, min_items: int = 0,
-                 check: Callable[[Any], str | None] | None = None) -> None:
-        assert kind in KINDS, kind
-        assert (table is not None) == (kind in (TABLE, TABLES)), key
-        self.key = key
-        self.kind = kind
-        self.doc = doc
-        self.required = required
-        self.default = default
-        self.pattern = pattern
-        self.choices = choices
-        self.problem = problem
-        self.table = table
-        self.keys = keys
-        self.min_items = min_items
-        self.check = check
+    def __post_init__(self) -> None:
+        assert self.kind in KINDS, self.kind
+        assert (self.table is not None) == (self.kind in (TABLE, TABLES)), self.key
 
     def complaint(self, value: object) -> str:
         return self.problem.format(value=value, choices=self.choices)
 
 
+@dataclass(frozen=True)
 class Table:
     """A TOML table: its fields in the order a manifest writes them, and the rules over
     several of them.  A key counts as given in ``exactly_one`` / ``at_least_one`` /
     ``needs`` when its value is not empty (an empty list gives nothing).  ``needs`` holds
     ``(key, needed, message)``: ``key`` given without ``needed`` fails with ``message``."""
 
-    __slots__ = ("at_least_one", "doc", "exactly_one", "fields", "name", "needs", "problem")
-
-    def __init__(self, name: str, doc: str, fields: tuple[Field, ...], *,
-                 exactly_one: tuple[str, ...] = (), at_least_one: tuple[str, ...] = (),
-                 needs: tuple[tuple[str, str, str], ...] = (), problem: str = "") -> None:
-        self.name = name
-        self.doc = doc
-        self.fields = fields
-        self.exactly_one = exactly_one
-        self.at_least_one = at_least_one
-        self.needs = needs
-        self.problem = problem
-        """The message when ``exactly_one`` or ``at_least_one`` fails."""
+    name: str
+    doc: str
+    fields: tuple[Field, ...]
+    _: KW_ONLY
+    exactly_one: tuple[str, ...] = ()
+    at_least_one: tuple[str, ...] = ()
+    needs: tuple[tuple[str, str, str], ...] = ()
+    problem: str = ""
+    """The message when ``exactly_one`` or ``at_least_one`` fails."""
 
     def field(self, key: str) -> Field:
         return next(f for f in self.fields if f.key == key)

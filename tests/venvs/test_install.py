@@ -99,7 +99,7 @@ def test_editable_install_activates(make_venv: Callable[[], Venv],
     venv = make_venv()
     src = tmp_path / "src"
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", "*.pyc", "__pycache__",
-                                                             ".venv*", "dist", "build"))
+                                                             ".venv*", "dist", "build", ".carry"))
     pip_install(venv, "-e", src)
     assert (venv.site / "sglang_shims.pth").is_file()
     assert (venv.site / "_sglang_shims_start.py").is_file()
@@ -107,6 +107,18 @@ def test_editable_install_activates(make_venv: Callable[[], Venv],
     ok = venv.run("-c", IMPORT_AWQ + "; import sglang_shims; print(sglang_shims.__file__)")
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.split()[-1].startswith(str(src)), "editable install runs the source tree"
+    # the checkout's patches are read where they are: nothing of the package is copied into
+    # site-packages, where pip's uninstall would leave an empty `sglang_shims` folder behind
+    # that Python imports as a namespace package
+    assert not (venv.site / "sglang_shims").exists()
+    listed = venv.run("-m", "sglang_shims", "list", "--json")
+    assert listed.returncode == 0 and "sgl-kernel-missing-symbols" in listed.stdout, listed.stderr
+    sh(sys.executable, "-m", "pip", "--python", venv.python, "uninstall", "-y", "-q",
+       "sglang-shims")
+    assert venv.ours() == [], "an uninstall leaves nothing of ours in site-packages"
+    gone = venv.run("-I", "-c",  # -I: site-packages only, not this checkout
+                    "import importlib.util as u; print(u.find_spec('sglang_shims'))")
+    assert gone.stdout.strip() == "None", gone.stdout
 
 
 @pytest.mark.skipif(shutil.which("uv") is None and not (

@@ -19,11 +19,10 @@ def _alloc_conf(facts: Facts) -> Finding | None:
             "PYTORCH_CUDA_ALLOC_CONF for CUDA)",
             f"set both to the same value, e.g. export PYTORCH_CUDA_ALLOC_CONF={new!r}")
     if new and not old and version_in(torch, "<2.10"):
-        return verdict(
-            Level.WARN, f"only PYTORCH_ALLOC_CONF={new!r} is set; torch {torch}, older "
-            "than 2.10 ignores it for CUDA (confirmed for 2.9.1), so e.g. "
-            "expandable_segments is silently off",
-            f"export PYTORCH_CUDA_ALLOC_CONF={new!r} as well")
+        ignored = (f"only PYTORCH_ALLOC_CONF={new!r} is set; torch {torch}, older than 2.10 "
+                   "ignores it for CUDA (confirmed for 2.9.1), so e.g. expandable_segments "
+                   "is silently off")
+        return verdict(Level.WARN, ignored, f"export PYTORCH_CUDA_ALLOC_CONF={new!r} as well")
     return None
 
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
 import triton.language as tl  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
+from ..shared import pdl_prologue
+
 
 @triton.jit
 def erfc_nonneg(z):
@@ -50,9 +52,7 @@ def act_and_mul_kernel(
     USE_PDL: tl.constexpr = False,
 ):
     """out[r, c] = act(x[r, c]) * x[r, d + c] for c in this program's block."""
-    if USE_PDL:  # launched early (PDL): wait for the kernel before, let the next one launch
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    pdl_prologue(USE_PDL)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     ok = cols < d

@@ -16,6 +16,8 @@ from __future__ import annotations
 import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
 import triton.language as tl  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
+from ..shared import load_router_tile
+
 FLT_MAX = tl.constexpr(3.4028234663852886e38)  # a global a kernel reads must be constexpr
 
 
@@ -30,14 +32,8 @@ def moe_fused_gate_kernel(
     K_BLOCK: tl.constexpr,
 ):
     dtype = x_ptr.dtype.element_ty
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = rows < n_rows
-    rows64 = rows.to(tl.int64)
-    e = tl.arange(0, BLOCK_E)
-    e_ok = e < n_experts
-    m2 = row_ok[:, None] & e_ok[None, :]
-    x = tl.load(x_ptr + rows64[:, None] * stride_x + e[None, :], mask=m2,
-                other=0.0).to(tl.float32)
+    rows64, row_ok, e, e_ok, x = load_router_tile(x_ptr, stride_x, n_rows, n_experts,
+                                                   BLOCK_M, BLOCK_E)
     s = (1.0 / (1.0 + tl.exp(-x))).to(dtype).to(tl.float32)
     bias = tl.load(bias_ptr + e, mask=e_ok, other=0.0).to(tl.float32)
     b = (s + bias[None, :]).to(dtype).to(tl.float32)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
 import triton.language as tl  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
+from ..shared import load_router_tile
+
 
 @triton.jit
 def _tanh_f32(x):
@@ -37,14 +39,8 @@ def topk_softmax_kernel(
     HAS_BIAS: tl.constexpr,
     HAS_TEI: tl.constexpr,
 ):
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = rows < n_rows
-    rows64 = rows.to(tl.int64)
-    e = tl.arange(0, BLOCK_E)
-    e_ok = e < n_experts
-    m2 = row_ok[:, None] & e_ok[None, :]
-    x = tl.load(logits_ptr + rows64[:, None] * stride_l + e[None, :], mask=m2,
-                other=0.0).to(tl.float32)
+    rows64, row_ok, e, e_ok, x = load_router_tile(logits_ptr, stride_l, n_rows, n_experts,
+                                                   BLOCK_M, BLOCK_E)
     if SOFTCAP:
         x = _tanh_f32(x / softcap) * softcap
     if HAS_BIAS:

@@ -35,58 +35,39 @@ if TYPE_CHECKING:
 __all__ = ["fused_add_rmsnorm", "gemma_fused_add_rmsnorm", "gemma_rmsnorm", "rmsnorm"]
 
 
-def rmsnorm(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    eps: float = 1e-6,
-    out: torch.Tensor | None = None,
-    enable_pdl: bool | None = None,
-) -> torch.Tensor:
+def rmsnorm(input: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
+            out: torch.Tensor | None = None, enable_pdl: bool | None = None) -> torch.Tensor:
     """``out = input / rms(input) * weight``; returns ``out`` (allocated if ``None``)."""
-    import torch
-
-    if out is None:
-        out = torch.empty_like(input)
-    norm_into(out, input, None, weight, eps, 0.0, enable_pdl)
-    return out
+    return _normed(input, weight, eps, out, enable_pdl, 0.0)
 
 
-def fused_add_rmsnorm(
-    input: torch.Tensor,
-    residual: torch.Tensor,
-    weight: torch.Tensor,
-    eps: float = 1e-6,
-    enable_pdl: bool | None = None,
-) -> None:
+def gemma_rmsnorm(input: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
+                  out: torch.Tensor | None = None, enable_pdl: bool | None = None) -> torch.Tensor:
+    """``out = input / rms(input) * (1 + weight)``, ``1 + weight`` in fp32."""
+    return _normed(input, weight, eps, out, enable_pdl, 1.0)
+
+
+def fused_add_rmsnorm(input: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,
+                      eps: float = 1e-6, enable_pdl: bool | None = None) -> None:
     """In place: ``residual += input``; ``input = residual / rms(residual) * weight``."""
     norm_into(input, input, residual, weight, eps, 0.0, enable_pdl)
 
 
-def gemma_rmsnorm(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    eps: float = 1e-6,
-    out: torch.Tensor | None = None,
-    enable_pdl: bool | None = None,
-) -> torch.Tensor:
-    """``out = input / rms(input) * (1 + weight)``, ``1 + weight`` in fp32."""
+def gemma_fused_add_rmsnorm(input: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,
+                            eps: float = 1e-6, enable_pdl: bool | None = None) -> None:
+    """In place: ``residual += input``; ``input = residual / rms(residual) * (1 + weight)``."""
+    norm_into(input, input, residual, weight, eps, 1.0, enable_pdl)
+
+
+def _normed(input: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor | None,
+            enable_pdl: bool | None, offset: float) -> torch.Tensor:
+    """The out-of-place forms: ``out`` allocated like ``input`` when the caller gives none."""
     import torch
 
     if out is None:
         out = torch.empty_like(input)
-    norm_into(out, input, None, weight, eps, 1.0, enable_pdl)
+    norm_into(out, input, None, weight, eps, offset, enable_pdl)
     return out
-
-
-def gemma_fused_add_rmsnorm(
-    input: torch.Tensor,
-    residual: torch.Tensor,
-    weight: torch.Tensor,
-    eps: float = 1e-6,
-    enable_pdl: bool | None = None,
-) -> None:
-    """In place: ``residual += input``; ``input = residual / rms(residual) * (1 + weight)``."""
-    norm_into(input, input, residual, weight, eps, 1.0, enable_pdl)
 
 
 def _check(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | None,

@@ -20,6 +20,8 @@ from __future__ import annotations
 import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
 import triton.language as tl  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
+from ..shared import pdl_prologue
+
 
 @triton.jit(do_not_specialize=["n_rows"])
 def rmsnorm_kernel(
@@ -35,9 +37,7 @@ def rmsnorm_kernel(
     USE_PDL: tl.constexpr = False,
 ):
     """out = x * rsqrt(mean(x^2) + eps) * (w + WEIGHT_OFFSET), x = input (+ residual)."""
-    if USE_PDL:  # launched early (PDL): wait for the kernel before, let the next one launch
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    pdl_prologue(USE_PDL)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < n_rows
     rows = rows.to(tl.int64)
