@@ -321,3 +321,15 @@ def test_torch_that_sees_no_gpu_on_a_machine_with_gpus_warns() -> None:
     assert torch.level == Level.WARN
     assert torch.detail.startswith("torch 2.8.0 (CUDA 12.8): torch.cuda.is_available() is False")
     assert torch.remedy == "check CUDA_VISIBLE_DEVICES and that the driver matches torch's CUDA"
+
+
+def test_a_kernel_distribution_without_its_package_warns() -> None:
+    """``sgl-kernel`` installed (this interpreter's metadata says so) but no ``sgl_kernel``
+    folder found: the arch check says so instead of judging nothing."""
+    from sglang_shims.cli.doctor.checks.arch import check_arch
+
+    f = Facts(env=Environment(versions={"sgl-kernel": "0.3.18"}, capabilities=[]))
+    (found,) = check_arch(f)
+    assert (found.check, found.level) == ("sgl-kernel-arch", Level.WARN)
+    assert "no sgl_kernel package was found on sys.path" in found.detail
+    assert check_arch(facts({"sgl-kernel": "0.3.18"})) == []  # hermetic: nothing to look at
