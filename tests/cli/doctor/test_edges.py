@@ -333,3 +333,18 @@ def test_a_kernel_distribution_without_its_package_warns() -> None:
     assert (found.check, found.level) == ("sgl-kernel-arch", Level.WARN)
     assert "no sgl_kernel package was found on sys.path" in found.detail
     assert check_arch(facts({"sgl-kernel": "0.3.18"})) == []  # hermetic: nothing to look at
+
+
+@pytest.mark.parametrize(("probe_import", "hermetic", "starts_a_child"),
+                         [(True, False, True), (True, True, False), (False, False, False)])
+def test_the_import_probe_starts_a_child_only_when_asked_and_not_hermetic(
+        probe_import: bool, hermetic: bool, starts_a_child: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from sglang_shims.cli.doctor import checks
+
+    told: list[bool] = []
+    monkeypatch.setattr(checks.probe, "check_import",
+                        lambda f, run_child, announce: told.append(run_child) or [])
+    probe = dict(checks.ordered(probe_import, None))["sgl-kernel-import"]
+    probe(Facts(env=Environment(versions={}, capabilities=[], hermetic=hermetic)))
+    assert told == [starts_a_child]
