@@ -622,6 +622,7 @@ def test_pinned_but_missing_warns() -> None:
                for d in missing)
 
 
+@pytest.mark.wheels
 def test_pins_in_real_sglang_wheels() -> None:
     """Every cached sglang wheel from 0.4.6 on pins torch and a kernel, under some extra."""
     from sglang_shims.testing import wheels
@@ -641,6 +642,7 @@ def test_pins_in_real_sglang_wheels() -> None:
     assert checked == 6
 
 
+@pytest.mark.wheels
 def test_kernel_table_agrees_with_every_cached_sglang_release() -> None:
     """sglang pins a kernel and a torch together; the table must call that pair ok."""
     from sglang_shims.testing import wheels
