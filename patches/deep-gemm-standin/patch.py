@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from importlib.machinery import ModuleSpec
 from types import ModuleType
 
+from sglang_shims.kernels.standin.provider import SubmoduleFinder
 from sglang_shims.patching import OptionalSymbol, PatchContext
 
 PACKAGE = "deep_gemm"
@@ -49,26 +49,6 @@ REMEDY = ("Install the sgl-kernel your sglang pins (its wheels of that time bund
           " deep_gemm), or run sglang 0.4.6.post5 or later, which imports without it.")
 
 
-class SubmoduleFinder:
-    """Serves the submodules of :data:`SURFACE` under ``deep_gemm.``, nothing else."""
-
-    def __init__(self, build: Callable[[ModuleType], None]) -> None:
-        self.build = build
-
-    def find_spec(self, fullname: str, path: object = None, target: object = None
-                  ) -> ModuleSpec | None:
-        head, _, sub = fullname.partition(".")
-        if head != PACKAGE or sub not in SURFACE or not sub:
-            return None
-        return ModuleSpec(fullname, self, is_package=True)  # type: ignore[arg-type]
-
-    def create_module(self, spec: ModuleSpec) -> None:
-        return None
-
-    def exec_module(self, module: ModuleType) -> None:
-        self.build(module)
-
-
 def unusable(ctx: PatchContext) -> str | None:
     if ctx.target_missing:
         return "deep_gemm is not installed (sgl-kernel bundled it in these releases' time)"
@@ -88,7 +68,7 @@ def provide(ctx: PatchContext) -> None:
 
     fill(ctx.module)
     ctx.module.__sglang_shims_standin__ = cause  # type: ignore[attr-defined]
-    finder = SubmoduleFinder(fill)
+    finder = SubmoduleFinder(PACKAGE, fill, serves=lambda sub: sub in SURFACE)
     sys.meta_path.insert(0, finder)
     ctx.on_undo("sys.meta_path: deep_gemm submodule finder",
                 lambda: sys.meta_path.remove(finder) if finder in sys.meta_path else None)

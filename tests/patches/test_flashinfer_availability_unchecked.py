@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from ..support.packages import write_package
+from ..support.patch_runs import run_json
 from ..support.programs import program
-from ..support.run import need, run_python
+from ..support.run import need
 
 pytestmark = pytest.mark.wheels
 
@@ -68,11 +69,7 @@ def flashinfer(root: Path, broken: bool) -> Path:
 
 
 def run(paths: tuple[Path, ...], **env: str) -> dict[str, object]:
-    result = run_python(PROGRAM, paths=paths, env=env, args=("sglang.srt.layers.layernorm",))
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
+    return run_json(PROGRAM, paths, env, args=("sglang.srt.layers.layernorm",))
 
 
 @pytest.fixture(scope="module")
@@ -84,15 +81,15 @@ def test_stock_fails_and_patched_takes_the_fallback(tmp_path: Path, release040: 
     need("torch")
     sglang = cut_release(tmp_path / "sglang", release040, "0.4.0")
     stock = run((sglang,), SGLANG_SHIMS="0")
-    assert stock["error"] == "ModuleNotFoundError: No module named 'flashinfer'"
+    assert stock["import"] == "ModuleNotFoundError: No module named 'flashinfer'"
     assert stock["available"] is True
     data = run((sglang,))
     assert data["state"] == "applied", data["reason"]
-    assert data["imported"] is True
+    assert data["import"] == "ok"
     assert data["available"] is False
     disabled = run((sglang,), SGLANG_SHIMS_DISABLE=PATCH)
     assert disabled["state"] == "disabled"
-    assert disabled["error"] == stock["error"]
+    assert disabled["import"] == stock["import"]
 
 
 @pytest.mark.parametrize("broken", [False, True])
@@ -102,7 +99,7 @@ def test_answer_follows_whether_flashinfer_imports(tmp_path: Path, release040: P
     sglang = cut_release(tmp_path / "sglang", release040, "0.4.0")
     data = run((sglang, flashinfer(tmp_path / "fi", broken)))
     assert data["state"] == "applied", data["reason"]
-    assert data["imported"] is True
+    assert data["import"] == "ok"
     assert data["available"] is (not broken)
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from ..support.packages import write_package
+from ..support.patch_runs import run_json
 from ..support.programs import program
-from ..support.run import need, run_python
+from ..support.run import need
 
 pytestmark = pytest.mark.wheels
 
@@ -43,11 +44,7 @@ def packages(root: Path, release: Path, version: str = "0.4.10") -> Path:
 
 
 def run(root: Path, **env: str) -> dict[str, object]:
-    result = run_python(PROGRAM, paths=(root,), env=env, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
+    return run_json(PROGRAM, (root,), env, timeout=300)
 
 
 @pytest.fixture(scope="module")

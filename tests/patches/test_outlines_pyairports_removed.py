@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from ..support.packages import write_package
+from ..support.patch_runs import run_json
 from ..support.programs import program
-from ..support.run import need, run_python
+from ..support.run import need
 
 pytestmark = pytest.mark.wheels
 
@@ -35,11 +36,7 @@ def packages(root: Path, outlines_wheel: Path, version: str = "0.0.46") -> Path:
 
 
 def run(paths: tuple[Path, ...], **env: str) -> dict[str, object]:
-    result = run_python(PROGRAM, paths=paths, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
+    return run_json(PROGRAM, paths, env)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ needed.  Real: the whole sglang 0.4.9 ``srt/utils.py`` with the installed triton
 
 from __future__ import annotations
 
-import ast
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from ..support.packages import write_package
 from ..support.programs import program
+from ..support.releases import module_level_import
 from ..support.run import need, run_python
 
 pytestmark = pytest.mark.wheels
@@ -52,24 +52,13 @@ def fake_triton(root: Path, version: str, knobs: bool = True) -> Path:
     return write_package(root, files)
 
 
-def import_statement(release: Path) -> str:
-    """The module-level `from triton.runtime.cache import ...` of the real utils.py."""
-    source = (release / "sglang" / "srt" / "utils.py").read_text(encoding="utf-8")
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.ImportFrom) and node.module == "triton.runtime.cache":
-            segment = ast.get_source_segment(source, node)
-            assert segment is not None
-            return segment
-    raise AssertionError("no triton.runtime.cache import in this release")
-
-
 @pytest.fixture(scope="module")
 def release049(sglang_release: Callable[[str], Path]) -> Path:
     return sglang_release("0.4.9")
 
 
 def sglang_with_real_import(root: Path, release: Path, version: str = "0.4.9") -> Path:
-    statement = import_statement(release)
+    statement = module_level_import(release, "srt/utils.py", "triton.runtime.cache")
     assert "default_dump_dir" in statement
     return write_package(root, {
         "sglang/__init__.py": "",

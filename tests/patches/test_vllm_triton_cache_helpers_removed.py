@@ -10,7 +10,6 @@ finds the helpers already there.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,8 +18,10 @@ import pytest
 from sglang_shims.testing import wheel_members, wheels
 
 from ..support.packages import write_package
+from ..support.patch_runs import run_json
 from ..support.programs import program
-from ..support.run import need, run_python
+from ..support.releases import module_level_import
+from ..support.run import need
 
 pytestmark = pytest.mark.wheels
 
@@ -39,16 +40,6 @@ def manager_source() -> str:
     return (folder / MODULE).read_text(encoding="utf-8")
 
 
-def utils_import_line(release: Path) -> str:
-    source = (release / "sglang" / "srt" / "utils.py").read_text(encoding="utf-8")
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.ImportFrom) and node.module == "triton.runtime.cache":
-            segment = ast.get_source_segment(source, node)
-            assert segment is not None
-            return segment
-    raise AssertionError("no triton.runtime.cache import in this release")
-
-
 def packages(root: Path, manager: str, release: Path, vllm: str = VLLM) -> Path:
     return write_package(root, {
         "vllm/__init__.py": "", "vllm/triton_utils/__init__.py": "",
@@ -56,19 +47,16 @@ def packages(root: Path, manager: str, release: Path, vllm: str = VLLM) -> Path:
         MODULE: manager,
         f"vllm-{vllm}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: vllm\nVersion: {vllm}\n",
         "sglang/__init__.py": "", "sglang/srt/__init__.py": "",
-        "sglang/srt/utils.py": utils_import_line(release) + "\n",
+        "sglang/srt/utils.py": module_level_import(release, "srt/utils.py",
+                                                     "triton.runtime.cache") + "\n",
         "sglang-0.4.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: sglang\nVersion: 0.4.0\n",
     })
 
 
 def run(root: Path, tmp_path: Path, **env: str) -> dict[str, object]:
     need("triton")
-    result = run_python(PROGRAM, paths=(root,), env={
+    return run_json(PROGRAM, (root,), {
         "TRITON_HOME": str(tmp_path / "th"), "TRITON_DUMP_DIR": str(tmp_path / "dumps"), **env})
-    assert result.returncode == 0, result.stderr[-3000:]
-    data = result.json()
-    assert isinstance(data, dict)
-    return data
 
 
 def test_vllm_first(tmp_path: Path, manager_source: str,

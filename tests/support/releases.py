@@ -10,6 +10,9 @@ the suite fetching all of them.
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -36,3 +39,16 @@ def sample_inside(spec: str) -> list[str]:
     range that admits any release)."""
     admitted = inside(spec)
     return [v for v in WHEEL_SAMPLE if v in admitted] or admitted[-1:]
+
+
+def module_level_import(release: Path, path: str, from_module: str) -> str:
+    """The first module-level ``from <from_module> import ...`` statement of
+    ``sglang/<path>`` in an unpacked release, as its source text: the release's own line,
+    for a test to build a small module around."""
+    source = (release / "sglang" / path).read_text(encoding="utf-8")
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ImportFrom) and node.module == from_module:
+            segment = ast.get_source_segment(source, node)
+            assert segment is not None
+            return segment
+    raise AssertionError(f"no module-level import from {from_module} in sglang/{path}")

@@ -85,6 +85,10 @@ EXCEPTIONS: dict[str, list[tuple[str, str]]] = {
         ">=0.4.6.post5", "0.4.6.post5 and 0.4.7 put the same import inside try/except "
         "ImportError and turn JIT DeepGEMM off themselves (the retire rule); the anchor is "
         "still there")],
+    "hf3fs-client-source-missing": [(
+        ">=0.4.10.post2", "0.4.10.post2 on ship hf3fs_utils.cpp beside the client and import "
+        "the backend only when it is chosen (the retire rule); the compile line is still "
+        "there")],
     "kernels-revision-required": [(
         "*", "the bug is in the kernels and transformers wheels; no sglang fingerprint")],
     "sgl-kernel-missing-symbols": [(

@@ -248,6 +248,11 @@ CAUSES = [
      " today's torch. `flashinfer-availability-unchecked` answers from whether flashinfer"
      " imports; a cell that still shows this was run on a commit before it (the commit is"
      " listed)."),
+    (r"hf3fs_utils\.cpp", SHIM_GAP,
+     "sglang 0.4.10 imports its HF3FS storage backend with the scheduler, and the backend's"
+     " client compiles `hf3fs_utils.cpp` at import, a file the 0.4.10 and 0.4.10.post1"
+     " wheels do not ship. `hf3fs-client-source-missing` stands in for the client; a cell"
+     " that still shows this was run on a commit before it (the commit is listed)."),
     (r"No module named 'pyairports'", "Cannot be installed today",
      "outlines 0.0.44-0.0.46 (the outlines<0.1.0 of sglang 0.4.0-0.4.2.post1) import"
      " `pyairports.airports` when `outlines` is imported. pyairports' own releases are gone"
@@ -255,6 +260,13 @@ CAUSES = [
      " script, no `pyairports` module), which the matrix leaves out. Not shimmed: a"
      " stand-in `outlines.types.airports` whose airport-code type raises when used would let"
      " the rest of outlines import, a patch still to write."),
+    (r"harness: (initialize_dp_attention needs|no sglang\.srt\.layers\.dp_attention)", HARNESS,
+     "0.4.1.post7-0.4.10.post2 take their parallel layout as arguments of"
+     " `initialize_dp_attention` (tp_rank, tp_size, dp_size, ...), which the probe passes"
+     " from commit 520ae8a on (a cell that still shows this was run before it: the commit"
+     " is listed); 0.4.0-0.4.1.post6 have no `dp_attention` module, and the probe does not"
+     " set up their distributed state. No model check ran there (no verdict on the model,"
+     " none on CPU support); the graph verdict stands."),
     (r"ServerArgs without __post_init__: TypeError: object\.__new__", HARNESS,
      "sglang 0.5.20+ define ServerArgs as a msgspec Struct, which the probe could not build"
      " before commit 2f9bcf5 (no model check ran; the graph verdict stands)."),

@@ -26,15 +26,20 @@ from ..surface import exports
 
 
 class SubmoduleFinder:
-    """Serves ``<package>.<sub>`` for the submodules of the surface; nothing else."""
+    """Serves ``<package>.<sub>`` for the submodules of the surface; nothing else
+    (``serves``: which ``sub`` names it answers for; every one when not given)."""
 
-    def __init__(self, package: str, build: Callable[[ModuleType], None]) -> None:
+    def __init__(self, package: str, build: Callable[[ModuleType], None],
+                 serves: Callable[[str], bool] | None = None) -> None:
         self.prefix = package + "."
         self.build = build
+        self.serves = serves
 
     def find_spec(self, fullname: str, path: object = None, target: object = None
                   ) -> ModuleSpec | None:
         if not fullname.startswith(self.prefix):
+            return None
+        if self.serves is not None and not self.serves(fullname[len(self.prefix):]):
             return None
         return ModuleSpec(fullname, self, is_package=True)  # type: ignore[arg-type]
 

@@ -6,15 +6,11 @@ import json
 import os
 import sys
 
+from import_attempt import import_attempt
 from patch_state import patch_entry
 
 out = {}
-try:
-    importlib.import_module(sys.argv[1])
-    out["imported"] = True
-except ImportError as exc:
-    out["error"] = f"{type(exc).__name__}: {exc}"
-if "error" not in out:
+if import_attempt(out, sys.argv[1]) is not None:
     import deep_gemm
     try:
         deep_gemm.get_num_sms()

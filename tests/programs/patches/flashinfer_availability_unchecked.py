@@ -3,18 +3,14 @@ import, and what does ``is_flashinfer_available()`` answer.  CUDA is faked, as o
 matrix's CPU runs; the patch's state is printed too."""
 import fake_cuda
 
-import importlib
 import json
 import sys
 
+from import_attempt import import_attempt
 from patch_state import patch_entry
 
 out = {}
-try:
-    importlib.import_module(sys.argv[1])
-    out["imported"] = True
-except ImportError as exc:
-    out["error"] = f"{type(exc).__name__}: {exc}"
+import_attempt(out, sys.argv[1])
 from sglang.srt import utils
 
 out["available"] = bool(utils.is_flashinfer_available())
