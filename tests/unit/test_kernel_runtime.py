@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from sglang_shims.kernels import runtime
+from sglang_shims.kernels.device import Device
 
 
 @pytest.fixture
@@ -59,25 +60,17 @@ def test_pdl_under_the_interpreter_is_off(clean_env: pytest.MonkeyPatch) -> None
         device = torch.device("cuda", 0)
 
     clean_env.setattr(runtime, "PDL_SHIPPED", True)
-    clean_env.setattr(runtime, "_pdl_device", lambda index: True)
+    clean_env.setattr(runtime, "cuda_device", lambda index: Device((9, 0), 1 << 17, 132))
     assert runtime.use_pdl(Cuda()) is True  # type: ignore[arg-type]
+    assert runtime.use_pdl(Cuda(), enable_pdl=False) is False  # type: ignore[arg-type]
     clean_env.setenv("TRITON_INTERPRET", "1")
     assert runtime.use_pdl(Cuda()) is False  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("index", "asked", "capability", "pdl"), [
-    (-1, None, (9, 0), True), (2, 2, (8, 9), False), (0, 0, (10, 0), True)])
-def test_pdl_is_compute_capability_9_and_newer(monkeypatch: pytest.MonkeyPatch, index: int,
-                                               asked: int | None, capability: tuple[int, int],
-                                               pdl: bool) -> None:
-    seen: list[int | None] = []
-    monkeypatch.setattr(torch.cuda, "get_device_capability",
-                        lambda device: seen.append(device) or capability)
-    runtime._pdl_device.cache_clear()
-    try:
-        assert runtime._pdl_device(index) is pdl and seen == [asked]
-    finally:
-        runtime._pdl_device.cache_clear()
+@pytest.mark.parametrize(("capability", "pdl"), [((9, 0), True), ((8, 9), False),
+                                                 ((10, 0), True), ((12, 0), True)])
+def test_pdl_is_compute_capability_9_and_newer(capability: tuple[int, int], pdl: bool) -> None:
+    assert Device(capability, 1 << 16, 1).pdl is pdl
 
 
 def test_the_device_index_of_a_tensor_without_one_is_the_current_device(
@@ -92,10 +85,12 @@ def test_the_device_index_of_a_tensor_without_one_is_the_current_device(
     seen: list[int] = []
     monkeypatch.setattr(runtime, "PDL_SHIPPED", True)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    monkeypatch.setattr(runtime, "_pdl_device", lambda index: seen.append(index) or True)
+    monkeypatch.setattr(runtime, "_current_index", lambda: 7)
+    monkeypatch.setattr(runtime, "cuda_device",
+                        lambda index: seen.append(index) or Device((9, 0), 1 << 17, 132))
     runtime.use_pdl(Cuda(None))  # type: ignore[arg-type]
     runtime.use_pdl(Cuda(3))  # type: ignore[arg-type]
-    assert seen == [-1, 3]
+    assert seen == [7, 3]
 
 
 def test_launch_arithmetic() -> None:
