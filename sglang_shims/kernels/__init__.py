@@ -24,8 +24,9 @@ access, and Triton only when a kernel first runs.
 The package by concern (each subpackage's ``__init__`` says more):
 
 * ``ops/<family>/`` -- the ops: wrappers, Triton kernels and launch rules, one family each;
-* ``runtime.py`` and ``compile_lock.py`` -- what the families share: the backend choice,
-  shape helpers, one compile at a time across processes;
+* ``runtime.py``, ``device.py`` and ``compile_lock.py`` -- what the families share: the
+  backend choice, the GPU a launch rule chooses for, shape helpers, one compile at a time
+  across processes;
 * ``standin/`` -- what patches use to stand in for sgl_kernel and sglang's JIT kernels;
 * ``surface/`` -- facts read from the published wheels (export surfaces, the names each
   sglang release imports, the MoE/FP8 ops it calls): the only reader of ``surface/data``;

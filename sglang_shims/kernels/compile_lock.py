@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .device import Device, assume
 from .runtime import interpret_mode
 
 LOCK_NAME = "sglang_shims-compile.lock"
@@ -107,14 +108,20 @@ def launch_kernel(key: Hashable, kernel: Any, grid: Any, *args: Any, **kwargs: A
 
 
 @contextmanager
-def recording() -> Iterator[list[Launch]]:
+def recording(device: Device | None = None) -> Iterator[list[Launch]]:
     """Within the block, :func:`launch_kernel` records each launch in the list it yields and
     runs nothing: what a wrapper launches (kernel, grid, arguments, options) can be read
-    without a compile and without replacing any of its names."""
+    without a compile and without replacing any of its names.  With ``device``, the
+    wrappers launch for that GPU whatever their tensors are on (CPU tensors will do): the
+    compile check records every architecture's launches this way."""
     launches: list[Launch] = []
     token = _recorder.set(launches)
     try:
-        yield launches
+        if device is None:
+            yield launches
+        else:
+            with assume(device):
+                yield launches
     finally:
         _recorder.reset(token)
 

@@ -22,6 +22,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from .._toggles import ON
+from .device import MEASURED, Device, assumed, cuda_device
 
 if TYPE_CHECKING:
     import torch
@@ -52,10 +53,36 @@ def interpret_mode() -> bool:
 
 
 def use_triton(t: torch.Tensor) -> bool:
-    """Triton for CUDA tensors (or anything under the interpreter); else plain torch."""
+    """Triton for CUDA tensors (or anything under the interpreter, or while a device is
+    assumed for recording launches); else plain torch."""
     if os.environ.get("SGLANG_SHIMS_KERNEL_BACKEND", "").strip().lower() == "torch":
         return False
-    return (t.is_cuda or interpret_mode()) and triton_available()
+    return (t.is_cuda or interpret_mode() or assumed() is not None) and triton_available()
+
+
+def gpu(t: torch.Tensor) -> Device | None:
+    """The GPU ``t``'s kernels are launched for: the one assumed while recording
+    (:func:`sglang_shims.kernels.device.assume`), else ``t``'s CUDA device, read once per
+    device; ``None`` for CPU tensors and under Triton's interpreter."""
+    dev = assumed()
+    if dev is not None:
+        return dev
+    if not t.is_cuda or interpret_mode():
+        return None
+    return cuda_device(t.device.index if t.device.index is not None else _current_index())
+
+
+def _current_index() -> int:
+    import torch
+
+    return int(torch.cuda.current_device())
+
+
+def device_of(t: torch.Tensor) -> Device:
+    """What the launch rules choose for: :func:`gpu`, else the H200 they were measured on
+    (:data:`~sglang_shims.kernels.device.MEASURED`; the interpreter has no limits of its
+    own)."""
+    return gpu(t) or MEASURED
 
 
 PDL_SHIPPED = False
@@ -74,23 +101,16 @@ def use_pdl(t: torch.Tensor, enable_pdl: bool | None = None) -> bool:
     supports it", ``False`` never; ``True`` on an older GPU cannot be honoured and is
     ignored, as the interpreter (CPU) ignores it.
     """
-    if not PDL_SHIPPED or enable_pdl is False or not t.is_cuda or interpret_mode():
+    if not PDL_SHIPPED or enable_pdl is False:
         return False
-    return _pdl_device(t.device.index if t.device.index is not None else -1)
+    dev = gpu(t)
+    return dev is not None and dev.pdl
 
 
 def pdl_options(on: bool) -> dict[str, bool]:
     """The kernel argument and the launch option that go together for PDL (none when off:
     a kernel compiled without it is the one every GPU and the interpreter run)."""
     return {"USE_PDL": True, "launch_pdl": True} if on else {}
-
-
-@cache
-def _pdl_device(index: int) -> bool:
-    import torch
-
-    major, _minor = torch.cuda.get_device_capability(None if index < 0 else index)
-    return int(major) >= 9
 
 
 def cdiv(a: int, b: int) -> int:

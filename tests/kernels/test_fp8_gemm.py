@@ -90,6 +90,7 @@ def test_fp8_blockwise_routes_to_sglangs_triton(gen: torch.Generator,
     [128, 128] and the out dtype; on CPU, or without that module, ours runs."""
     import types
 
+    from sglang_shims.kernels.device import MEASURED
     from sglang_shims.kernels.ops import fp8_gemm
 
     calls: list[tuple[object, ...]] = []
@@ -107,6 +108,7 @@ def test_fp8_blockwise_routes_to_sglangs_triton(gen: torch.Generator,
     monkeypatch.delenv("SGLANG_SHIMS_KERNEL_BACKEND", raising=False)
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda t: True))
     monkeypatch.setattr(fp8_gemm, "use_triton", lambda t: True)
+    monkeypatch.setattr(fp8_gemm, "device_of", lambda t: MEASURED)  # an fp8-capable GPU
     out = K.fp8_blockwise_scaled_mm(a, weight.t(), x_scale, w_scale.t(), torch.bfloat16)
     assert len(calls) == 1 and out.dtype == torch.bfloat16
     got_a, got_b, got_as, got_bs, block, dtype = calls[0]

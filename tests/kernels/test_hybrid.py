@@ -16,7 +16,6 @@ reported.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import types
 from collections.abc import Callable, Iterator
@@ -37,6 +36,7 @@ from sglang_shims.kernels.surface import symbols
 from sglang_shims.testing import standin
 
 from ..support.run import REPO, need, run_python
+from ..support.scripts import load_script
 from ..support.stacks import IMPORT_EACH
 
 PATCH = REPO / "patches" / "sgl-kernel-missing-symbols"
@@ -53,11 +53,7 @@ MUSA_ONLY_FROM_040 = ("min_p_sampling_from_probs", "top_k_top_p_sampling_from_pr
 
 
 def _patch() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("missing_symbols_hybrid", PATCH / "patch.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"{PATCH.relative_to(REPO)}/patch.py", "missing_symbols_hybrid")
 
 
 def cuda_surface(kernel: str) -> set[str]:

@@ -351,9 +351,11 @@ def test_programmatic_dependent_launch_decision(monkeypatch: pytest.MonkeyPatch,
                                                 cuda: bool, capable: bool, asked: bool | None,
                                                 expected: bool) -> None:
     from sglang_shims.kernels import runtime
+    from sglang_shims.kernels.device import Device
 
     monkeypatch.setattr(runtime, "PDL_SHIPPED", shipped)
-    monkeypatch.setattr(runtime, "_pdl_device", lambda index: capable)
+    monkeypatch.setattr(runtime, "cuda_device",
+                        lambda index: Device((9, 0) if capable else (8, 9), 101376, 1))
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     assert runtime.use_pdl(_Tensor(cuda), asked) is expected  # type: ignore[arg-type]
     assert runtime.pdl_options(expected) == (

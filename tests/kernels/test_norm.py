@@ -7,6 +7,8 @@ sizes.  Interpreter shapes are small; ``test_gpu_large_norms`` takes large ones 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the kernel tests need it")
@@ -23,9 +25,15 @@ triton_skip()  # Triton's interpreter on CPU: before any kernel is defined
 NORM_SHAPES = [(1, 4096), (7, 1000), (33, 128 * 3 + 1)]
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("shape", NORM_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
-@pytest.mark.parametrize("gemma", [False, True], ids=["rms", "gemma"])
+def over_norm_cases(test: Callable[..., None]) -> Callable[..., None]:
+    """Run ``test`` over every dtype, shape of ``NORM_SHAPES`` and both norms (``gemma``:
+    Gemma's ``1 + w`` or plain RMSNorm): the grid the out-of-place and fused tests share."""
+    test = pytest.mark.parametrize("gemma", [False, True], ids=["rms", "gemma"])(test)
+    test = pytest.mark.parametrize("shape", NORM_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")(test)
+    return pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)(test)
+
+
+@over_norm_cases
 def test_rmsnorm(backend: str, gen: torch.Generator, shape: tuple[int, int],
                  dtype: torch.dtype, gemma: bool) -> None:
     tokens, hidden = shape
@@ -43,9 +51,7 @@ def test_rmsnorm(backend: str, gen: torch.Generator, shape: tuple[int, int],
     assert_close(fresh, ref_rmsnorm(x, w, 1e-5, gemma), dtype, fn.__name__ + " (out=None)")
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("shape", NORM_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
-@pytest.mark.parametrize("gemma", [False, True], ids=["rms", "gemma"])
+@over_norm_cases
 def test_fused_add_rmsnorm(backend: str, gen: torch.Generator, shape: tuple[int, int],
                            dtype: torch.dtype, gemma: bool) -> None:
     """sgl-kernel's order: residual += input; input = rmsnorm(residual) * w; both in place."""

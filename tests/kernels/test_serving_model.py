@@ -267,14 +267,22 @@ def judged(ctx: PatchContext) -> dict[str, Any]:
 
 
 @pytest.fixture
+def model_config(fake_sglang: Path) -> Path:
+    """sglang's ``model_config.py`` in the fake package, as sglang writes it (nothing run
+    inside), not imported yet."""
+    path = fake_sglang / "model_config.py"
+    path.write_text(FAKE_MODULE.format(inside=""))
+    return path
+
+
+@pytest.fixture
 def dense_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sgl_kernel",
                         kernel(True, **{op: ours(op) for op in DENSE_OPS}))
 
 
-def test_hook_when_the_module_is_already_imported(ctx: PatchContext, fake_sglang: Path,
-                                                   dense_kernel: None) -> None:
-    (fake_sglang / "model_config.py").write_text(FAKE_MODULE.format(inside=""))
+def test_hook_when_the_module_is_already_imported(ctx: PatchContext, model_config: Path,
+                                                  dense_kernel: None) -> None:
     import importlib
 
     importlib.import_module(serving_model.MODULE)
@@ -282,9 +290,8 @@ def test_hook_when_the_module_is_already_imported(ctx: PatchContext, fake_sglang
     assert list(judged(ctx)) == ["/m/dense"]
 
 
-def test_hook_when_the_module_is_imported_later(ctx: PatchContext, fake_sglang: Path,
+def test_hook_when_the_module_is_imported_later(ctx: PatchContext, model_config: Path,
                                                 dense_kernel: None) -> None:
-    (fake_sglang / "model_config.py").write_text(FAKE_MODULE.format(inside=""))
     before = list(sys.meta_path)
     serving_model.observe_models(ctx)
     assert list(judged(ctx)) == ["/m/dense"]
@@ -307,9 +314,8 @@ def test_hook_when_the_module_is_importing_up_the_stack(ctx: PatchContext, fake_
     assert list(judged(ctx)) == ["/m/dense"]
 
 
-def test_the_hook_is_undone_with_the_patch(ctx: PatchContext, fake_sglang: Path,
+def test_the_hook_is_undone_with_the_patch(ctx: PatchContext, model_config: Path,
                                            dense_kernel: None) -> None:
-    (fake_sglang / "model_config.py").write_text(FAKE_MODULE.format(inside=""))
     before = list(sys.meta_path)
     serving_model.observe_models(ctx)
     journal.undo(ctx)
@@ -334,10 +340,9 @@ def test_a_failing_import_is_stock_and_a_retry_is_judged(ctx: PatchContext, fake
     assert list(judged(ctx)) == ["/m/dense"]
 
 
-def test_judging_never_breaks_sglang(ctx: PatchContext, fake_sglang: Path,
+def test_judging_never_breaks_sglang(ctx: PatchContext, model_config: Path,
                                      monkeypatch: pytest.MonkeyPatch,
                                      caplog: pytest.LogCaptureFixture) -> None:
-    (fake_sglang / "model_config.py").write_text(FAKE_MODULE.format(inside=""))
     serving_model.observe_models(ctx)
     import importlib
 

@@ -3,7 +3,9 @@
 A test module never imports another test module (nor ``conftest``): what tests share lives
 in ``tests/support``.  Every program under ``tests/programs`` can be assembled (its pieces
 are found and imported the way :mod:`tests.support.programs` can put them in place), and is
-used: a test or a helper names it, or another program imports it as a piece.
+used: a test or a helper names it (or names the patch and the program, to
+``patch_programs``, or the folder whose ``tree/`` it is, to ``write_tree``), or another
+program imports it as a piece.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from ..support.programs import PROGRAMS, pieces_imported, program
+from ..support.programs import PROGRAMS, patch_folder, pieces_imported, program
 from ..support.run import REPO
 
 TESTS = REPO / "tests"
@@ -64,15 +66,45 @@ def test_every_program_assembles_and_compiles() -> None:
         compile(program(path.relative_to(PROGRAMS).with_suffix("").as_posix()), str(path), "exec")
 
 
-def test_every_program_is_used() -> None:
-    named = {node.value for path in CODE
-             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+def programs_named(source: str) -> set[str]:
+    """What ``source`` names that may be a program: every string constant, and the programs
+    its ``patch_programs(PATCH, "a", ...)`` calls load (``PATCH`` a string or a module-level
+    name bound to one)."""
+    tree = ast.parse(source)
+    strings = {node.targets[0].id: node.value.value for node in tree.body
+               if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+               and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+    named = {node.value for node in ast.walk(tree)
              if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                and call.func.id == "patch_programs" and call.args):
+            continue
+        first = call.args[0]
+        patch = first.value if isinstance(first, ast.Constant) else \
+            strings.get(first.id) if isinstance(first, ast.Name) else None
+        if isinstance(patch, str):
+            named |= {f"{patch_folder(patch)}/{arg.value}" for arg in call.args[1:]
+                      if isinstance(arg, ast.Constant) and isinstance(arg.value, str)}
+    return named
+
+
+def test_every_program_is_used() -> None:
+    named = {name for path in CODE for name in programs_named(path.read_text(encoding="utf-8"))}
     pieces = {piece for path in PROGRAM_FILES for _, _, piece in pieces_imported(path)}
-    unused = [p.relative_to(PROGRAMS).as_posix() for p in PROGRAM_FILES
-              if p.relative_to(PROGRAMS).with_suffix("").as_posix() not in named
-              and p not in pieces]
+    unused = [name for p in PROGRAM_FILES
+              if (name := p.relative_to(PROGRAMS).with_suffix("").as_posix()) not in named
+              and p not in pieces
+              and not ("/tree/" in name and name.partition("/tree/")[0] in named)]
     assert unused == []
+
+
+def test_the_use_check_sees_patch_programs_calls() -> None:
+    source = ('PATCH = "a-b"\nX, Y = patch_programs(PATCH, "reference", "patched")\n'
+              'Z, = patch_programs("c-d", "run")\nW = patch_programs(OTHER, "lost")\n')
+    assert programs_named(source) >= {"patches/a_b/reference", "patches/a_b/patched",
+                                      "patches/c_d/run"}
+    assert not any(name.endswith("/lost") for name in programs_named(source))
 
 
 def test_no_program_looks_like_a_test_module() -> None:

@@ -14,24 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from ..support.patch_runs import run_applied, run_stock
-from ..support.programs import program
-from ..support.run import need, run_python
+from ..support.patch_runs import reference_json, run_applied, run_stock, wheels_fixture
+from ..support.programs import patch_programs
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "outlines-json-schema-moved"
 
-REFERENCE = program("patches/outlines_json_schema_moved/reference")
-PATCHED = program("patches/outlines_json_schema_moved/patched")
+REFERENCE, PATCHED = patch_programs(PATCH, "reference", "patched")
 
-
-@pytest.fixture(scope="module")
-def paths(pypi_release: Callable[[str, str], Path],
-          sglang_release: Callable[[str], Path]) -> tuple[Path, ...]:
-    need("torch")
-    need("outlines_core")
-    return (pypi_release("outlines", "0.1.11"), sglang_release("0.4.2.post3"))
+paths = wheels_fixture("0.4.2.post3", ("outlines", "0.1.11"), needs=("torch", "outlines_core"))
 
 
 def test_stock_backend_does_not_import(paths: tuple[Path, ...]) -> None:
@@ -44,9 +36,7 @@ def test_stock_backend_does_not_import(paths: tuple[Path, ...]) -> None:
 def test_patched_regexes_match_outlines_0_1_8(paths: tuple[Path, ...],
                                                pypi_release: Callable[[str, str], Path]) -> None:
     old = pypi_release("outlines", "0.1.8") / "outlines" / "fsm" / "json_schema.py"
-    reference = run_python(REFERENCE, args=(str(old),), activate=False)
-    assert reference.returncode == 0, reference.stderr[-3000:]
-    expected = reference.json()
+    expected = reference_json(REFERENCE, args=(str(old),))
     data = run_applied(PATCHED, paths, PATCH)
     assert isinstance(expected, list)
     assert data["import"] == "ok"

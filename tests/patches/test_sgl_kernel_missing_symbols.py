@@ -43,13 +43,7 @@ SAMPLE = WHEEL_SAMPLE  # the releases whose real wheels the suite reads
 
 
 def _patch() -> types.ModuleType:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("missing_symbols_patch", PATCH / "patch.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"{PATCH.relative_to(REPO)}/patch.py", "missing_symbols_patch")
 
 
 def _kernel_module(version: str) -> types.ModuleType:

@@ -1,5 +1,6 @@
 """The stand-ins for sglang's own JIT kernels (``sglang_shims.kernels.standin.sglang_jit``) against
-float64 math written here, on the calls sglang 0.5.10-0.5.23 make.
+float64 math written here (the gated activations' is the kernel tests' ``ref_act``), on the
+calls sglang 0.5.10-0.5.23 make.
 
 What the CUDA kernels do was read from the wheels (``elementwise/rope.cuh``,
 ``pos_enc.cuh``, ``activation.cuh``) and their callers: RoPE on ``[tokens, heads,
@@ -26,6 +27,7 @@ torch = pytest.importorskip("torch")
 from sglang_shims.kernels.standin import sglang_jit  # noqa: E402
 
 from ..support.kernels import load_triton, select_backend  # noqa: E402
+from ..support.references import ref_act  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
 NO_TRITON = load_triton(("ops.rope.triton", "ops.activation.triton"), HAS_CUDA)
@@ -163,26 +165,13 @@ def test_rotary_embedding_odd_head_size(device: str, with_key: bool,
                               rtol=tol)
 
 
-def gated(x: torch.Tensor, op: str) -> torch.Tensor:
-    x = x.double()
-    d = x.shape[-1] // 2
-    a, b = x[..., :d], x[..., d:]
-    if op == "silu":
-        act = a / (1 + torch.exp(-a))
-    elif op == "gelu":
-        act = 0.5 * a * (1 + torch.erf(a / math.sqrt(2)))
-    else:
-        act = 0.5 * a * (1 + torch.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
-    return act * b
-
-
 @pytest.mark.parametrize("op", ["silu", "gelu", "gelu_tanh"])
 def test_run_activation(device: str, op: str) -> None:
     g = torch.Generator().manual_seed(4)
     x = torch.randn(2, 3, 64, generator=g).to(device)
     out = torch.empty(2, 3, 32, device=device)
     sglang_jit.run_activation(op, x, out)
-    assert torch.allclose(out.cpu().double(), gated(x.cpu(), op), atol=1e-5)
+    assert torch.allclose(out.cpu().double(), ref_act(x.cpu(), op), atol=1e-5)
     with pytest.raises(ValueError, match="relu"):
         sglang_jit.run_activation("relu", x, out)
 
@@ -194,7 +183,7 @@ def test_run_activation_filtered_leaves_unrouted_rows(device: str) -> None:
     out = torch.full((6, 16), 3.0, device=device)
     expert_ids = torch.tensor([0, -1, 2], dtype=torch.int32, device=device)
     sglang_jit.run_activation_filtered("silu", x, out, expert_ids, 2)
-    want = gated(x.cpu(), "silu")
+    want = ref_act(x.cpu(), "silu")
     got = out.cpu().double()
     assert torch.allclose(got[[0, 1, 4, 5]], want[[0, 1, 4, 5]], atol=1e-5)
     assert bool((got[[2, 3]] == 3.0).all())

@@ -17,45 +17,24 @@ documented estimate below stands in for it (see :func:`smem_estimate`).
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from sglang_shims.testing import wheels
-
-from ..support.patch_runs import run_json
 from ..support.programs import program
 from ..support.run import need, run_python
+from ..support.sm120_attention import (
+    LIMIT,
+    RELEASES,
+    build_tree,
+    extend_tested,
+    module_names,
+    release_key,
+    run,
+)
 
 pytestmark = pytest.mark.wheels
-
-PATCH = "sm120-triton-attention-tiles"
-LIMIT = 101376          # bytes of shared memory per block on sm_120 / sm_121
-HOMES = ("sglang/srt/layers/attention/triton_ops", "sglang/kernels/ops/attention")
-
-# (Lq, Lv) head dims: Llama-like, DeepSeek MHA prefill (128 + 64 rope), Gemma (256),
-# DeepSeek/Kimi MLA absorbed (512 + 64 rope, v 512).
-EXTEND_DIMS = ((128, 128), (192, 128), (256, 256), (576, 512))
-PREFILL_DIMS = (64, 128, 256)
-
-# One release per distinct tile-selection code (see the manifest's [range]).
-RELEASES = ("0.4.0", "0.4.4.post2", "0.5.4", "0.5.8.post1", "0.5.9", "0.5.16", "0.5.23")
-# Compiled kernels are cached next to the wheels (keyed by source, options and Triton).
-TRITON_CACHE = wheels.cache_dir() / "triton-cache"
-
-
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.replace("post", "").split(".") if p.isdigit())
-
-
-def extend_tested(version: str) -> bool:
-    """extend_attention.py imports only prefill_attention and sglang.srt.utils before
-    0.5.15; later it needs more of sglang, and it handles sm_12x itself since 0.5.9."""
-    return _key(version) < (0, 5, 15)
-
 
 # -- expected tiles, written out from the releases' source ----------------------------------
 
@@ -76,7 +55,7 @@ def older_extend(lq: int) -> tuple[int, int]:
 
 
 def has_sm89_branch(version: str) -> bool:
-    return _key(version) >= (0, 4, 4, 2)
+    return release_key(version) >= (0, 4, 4, 2)
 
 
 # -- the estimate used when Triton cannot compile here ---------------------------------------
@@ -105,53 +84,6 @@ def smem_estimate(launch: dict[str, int], elem: int = 2) -> int:
 
 # -- the tree and the harness ----------------------------------------------------------------
 
-HARNESS = program("patches/sm120_triton_attention_tiles/harness")
-
-
-def module_names(release: Path, version: str) -> list[str]:
-    names = []
-    for home in HOMES:
-        for kernel in ("prefill_attention", "extend_attention"):
-            if (release / home / f"{kernel}.py").is_file():
-                if kernel == "extend_attention" and not extend_tested(version):
-                    continue
-                names.append(home.replace("/", ".") + "." + kernel)
-    return names
-
-
-def build_tree(release: Path, version: str, dest: Path, fake_triton: bool) -> Path:
-    """Real kernels + real metadata of ``release``, stand-in utils (and triton)."""
-    if dest.exists():
-        return dest
-    for home in HOMES:
-        source = release / home
-        for kernel in ("prefill_attention", "extend_attention"):
-            if (source / f"{kernel}.py").is_file():
-                target = dest / home
-                target.mkdir(parents=True, exist_ok=True)
-                shutil.copy(source / f"{kernel}.py", target / f"{kernel}.py")
-                rel = Path(home)
-                for parent in (rel, *rel.parents):
-                    init = dest / parent / "__init__.py"
-                    if parent != Path() and not init.exists():
-                        init.write_text("")
-    (dest / "sglang" / "srt").mkdir(parents=True, exist_ok=True)
-    (dest / "sglang" / "srt" / "__init__.py").write_text("")
-    (dest / "sglang" / "srt" / "utils.py").write_text(
-        program("patches/sm120_triton_attention_tiles/tree/sglang_srt_utils"))
-    (dest / "sglang" / "__init__.py").write_text("")
-    (info,) = release.glob("sglang-*.dist-info")
-    (dest / info.name).mkdir()
-    shutil.copy(info / "METADATA", dest / info.name / "METADATA")
-    if fake_triton:
-        (dest / "triton").mkdir()
-        (dest / "triton" / "__init__.py").write_text(
-            program("patches/sm120_triton_attention_tiles/tree/triton_init"))
-        (dest / "triton" / "language.py").write_text(
-            program("patches/sm120_triton_attention_tiles/tree/triton_language"))
-    return dest
-
-
 @pytest.fixture(scope="module")
 def tree(sglang_release: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory
          ) -> Callable[..., tuple[Path, list[str]]]:
@@ -163,25 +95,6 @@ def tree(sglang_release: Callable[[str], Path], tmp_path_factory: pytest.TempPat
         return build_tree(release, version, dest, fake_triton), module_names(release, version)
 
     return make
-
-
-def run(folder: Path, modules: list[str], capability: str, *, stock: bool = False,
-        compile_: bool = False, prefill_dims: tuple[int, ...] = PREFILL_DIMS,
-        extend_dims: tuple[tuple[int, int], ...] = EXTEND_DIMS, **extra: str
-        ) -> dict[str, object]:
-    need("torch")  # the harness imports it: a named skip, a failure in CI
-    env = {"FAKE_CAPABILITY": capability, "SGLANG_SHIMS_GPU_CAPABILITY": capability,
-           "MODULES": json.dumps(modules), "PREFILL_DIMS": json.dumps(prefill_dims),
-           "EXTEND_DIMS": json.dumps(extend_dims), "TRITON_CACHE_DIR": str(TRITON_CACHE),
-           "PATCH_ID": PATCH,
-           **extra}
-    if stock:
-        env["STOCK"] = "1"
-    if compile_:
-        env["COMPILE"] = "1"
-    # PRE_IMPORT: the modules are imported before the shims exist (install() comes later)
-    activate = not stock and "PRE_IMPORT" not in extra
-    return run_json(HARNESS, (folder,), env, activate=activate)
 
 
 def tiles(data: dict[str, object], kernel: str) -> dict[object, object]:
@@ -211,7 +124,7 @@ def test_tiles_stock_and_patched(version: str, tree: Callable[..., tuple[Path, l
     assert set(tiles(patched, "prefill").values()) == {(64, 64)}
     if extend_tested(version):
         for (lq, _), picked in tiles(stock, "extend").items():
-            want = sm89_extend(lq) if _key(version) >= (0, 5, 9) else hopper_extend(lq)
+            want = sm89_extend(lq) if release_key(version) >= (0, 5, 9) else hopper_extend(lq)
             assert picked == want, (version, lq)
         for (lq, _), picked in tiles(patched, "extend").items():
             assert picked == expected_patched_extend(version, lq), (version, lq)
@@ -227,7 +140,7 @@ def test_tiles_stock_and_patched(version: str, tree: Callable[..., tuple[Path, l
     for name, value in constants.items():
         if name.endswith("prefill_attention"):
             assert value == [8, 9], (name, value)
-        elif _key(version) >= (0, 5, 9):
+        elif release_key(version) >= (0, 5, 9):
             assert value == [12, 0], (name, value)  # has its own sm_12x branch: untouched
         else:
             assert value == ([8, 9] if has_sm89_branch(version) else [7, 5]), (name, value)
@@ -312,6 +225,6 @@ def test_shared_memory_fits_sm120(version: str, tree: Callable[..., tuple[Path, 
     assert all(r["shared"] <= LIMIT for r in patched_runs), patched_runs
     # the reported failures: extend MLA 576/512 (106496 B, Kimi-K2) and head dim 256
     assert {(r["kernel"], r.get("D"), r.get("Lq")) for r in over} >= {("prefill", 256, None)}
-    if extend_tested(version) and _key(version) < (0, 5, 9):
+    if extend_tested(version) and release_key(version) < (0, 5, 9):
         assert any(r["kernel"] == "extend" and r["Lq"] == 576 and r["shared"] == 106496
                    for r in stock_runs)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ..support.patch_runs import run_json
-from ..support.programs import program
+from ..support.programs import program, tree_fixture
 from ..support.run import need
 from ..support.transformers5 import TRANSFORMERS5, transformers_paths
 
@@ -29,13 +29,8 @@ PATCH = "tf448-llama-flash-attention2-removed"
 
 CODE = program("patches/tf448_llama_flash_attention2_removed/remote_code")
 
-
-@pytest.fixture(scope="module")
-def remote(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("remote_code")
-    remote = program("patches/tf448_llama_flash_attention2_removed/tree/modeling_remote")
-    (folder / "modeling_remote.py").write_text(remote, encoding="utf-8")
-    return folder
+# the folder of the remote code (modeling_remote.py), for the program to import from
+remote = tree_fixture("patches/tf448_llama_flash_attention2_removed")
 
 
 @pytest.mark.parametrize("transformers", ["4.55.2", TRANSFORMERS5])

@@ -12,24 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from ..support.patch_runs import run_applied, run_stock
-from ..support.programs import program
-from ..support.run import need, run_python
+from ..support.patch_runs import reference_json, run_applied, run_stock, wheels_fixture
+from ..support.programs import patch_programs
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf449-mllama-valid-images-removed"
 
-REFERENCE = program("patches/tf449_mllama_valid_images_removed/reference")
-PATCHED = program("patches/tf449_mllama_valid_images_removed/patched")
+REFERENCE, PATCHED = patch_programs(PATCH, "reference", "patched")
 
-
-@pytest.fixture(scope="module")
-def paths(pypi_release: Callable[[str, str], Path],
-          sglang_release: Callable[[str], Path]) -> tuple[Path, ...]:
-    need("torch")
-    need("PIL")
-    return (pypi_release("transformers", "4.49.0"), sglang_release("0.4.3.post2"))
+paths = wheels_fixture("0.4.3.post2", ("transformers", "4.49.0"), needs=("torch", "PIL"))
 
 
 def test_stock_configs_do_not_import(paths: tuple[Path, ...]) -> None:
@@ -41,10 +33,7 @@ def test_stock_configs_do_not_import(paths: tuple[Path, ...]) -> None:
 
 def test_patched_helper_answers_as_transformers_4_48(
         paths: tuple[Path, ...], pypi_release: Callable[[str, str], Path]) -> None:
-    reference = run_python(REFERENCE, paths=(pypi_release("transformers", "4.48.3"),),
-                           activate=False)
-    assert reference.returncode == 0, reference.stderr[-3000:]
-    expected = reference.json()
+    expected = reference_json(REFERENCE, paths=(pypi_release("transformers", "4.48.3"),))
     data = run_applied(PATCHED, paths, PATCH, transformers="4.49.0")
     assert isinstance(expected, list)
     assert data["import"] == "ok"

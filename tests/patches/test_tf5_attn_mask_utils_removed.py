@@ -16,21 +16,19 @@ import pytest
 
 from ..support import transformers5 as tf5
 from ..support.patch_runs import run_applied, run_stock
-from ..support.programs import program
+from ..support.programs import patch_programs
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf5-attn-mask-utils-removed"
 
-REFERENCE = program("patches/tf5_attn_mask_utils_removed/reference")
-PATCHED = program("patches/tf5_attn_mask_utils_removed/patched")
+REFERENCE, PATCHED = patch_programs(PATCH, "reference", "patched")
 
-reference = tf5.reference_fixture(REFERENCE, "masks")
-paths = tf5.sglang_paths_fixture()
+reference, paths = tf5.comparison_fixtures(REFERENCE, "masks")
 
 
-def test_stock_clip_does_not_import(paths: tuple[Path, ...], reference: Path) -> None:
-    data = run_stock(PATCHED, paths, PATCH, reference, transformers=tf5.TRANSFORMERS5)
+def test_stock_clip_does_not_import(paths: tuple[Path, ...]) -> None:
+    data = run_stock(PATCHED, paths, PATCH, transformers=tf5.TRANSFORMERS5)
     assert data["import"] == \
         "ModuleNotFoundError: No module named 'transformers.modeling_attn_mask_utils'"
 

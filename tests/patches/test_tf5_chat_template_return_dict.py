@@ -9,11 +9,10 @@ and template manager it reads are stand-ins).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ..support.patch_runs import run_json
+from ..support.patch_runs import run_applied, run_stock
 from ..support.programs import program
 from ..support.transformers5 import TRANSFORMERS5, sglang_paths_fixture
 
@@ -23,20 +22,16 @@ PATCH = "tf5-chat-template-return-dict"
 
 CODE = program("patches/tf5_chat_template_return_dict")
 
+# In every run, stock and patched: transformers 5's tokenizer, and the transformers 5
+# default the patch is about (apply_chat_template's tokenize=True gives a BatchEncoding).
+TRANSFORMERS5_TOKENIZER = {"tokenizer": "TokenizersBackend", "direct": "BatchEncoding"}
+
 paths = sglang_paths_fixture()
 
 
-def run(paths: tuple[Path, ...], **env: str) -> dict[str, Any]:
-    data = run_json(CODE, paths, env, transformers=TRANSFORMERS5)
-    assert data["tokenizer"] == "TokenizersBackend"
-    # the transformers 5 default the patch is about: tokenize=True gives a BatchEncoding
-    assert data["direct"] == "BatchEncoding"
-    return data
-
-
 def test_stock_chat_requests_fail(paths: tuple[Path, ...]) -> None:
-    data = run(paths, SGLANG_SHIMS_DISABLE=PATCH)
-    assert data["state"] == "disabled"
+    data = run_stock(CODE, paths, PATCH, transformers=TRANSFORMERS5,
+                     expect=TRANSFORMERS5_TOKENIZER)
     assert data["plain"]["error"] == \
         "ValueError: input_ids should be a list of lists for batch processing."
     assert data["continued"]["error"].startswith(
@@ -44,8 +39,8 @@ def test_stock_chat_requests_fail(paths: tuple[Path, ...]) -> None:
 
 
 def test_patched_chat_requests_get_token_ids(paths: tuple[Path, ...]) -> None:
-    data = run(paths)
-    assert data["state"] == "applied"
+    data = run_applied(CODE, paths, PATCH, transformers=TRANSFORMERS5,
+                       expect=TRANSFORMERS5_TOKENIZER)
     expected = data["plain_expected"]
     assert expected[0] == 1 and expected[-2:] == [3, 2]  # <|user|> ... <|end|><|assistant|>
     assert data["plain"]["input_ids"] == expected

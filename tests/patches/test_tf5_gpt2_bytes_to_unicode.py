@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ..support.patch_runs import run_json
-from ..support.programs import program
+from ..support.programs import program, tree_fixture
 from ..support.transformers5 import TRANSFORMERS5, transformers_paths
 
 pytestmark = pytest.mark.wheels
@@ -25,13 +25,8 @@ PATCH = "tf5-gpt2-bytes-to-unicode"
 
 CODE = program("patches/tf5_gpt2_bytes_to_unicode/remote_code")
 
-
-@pytest.fixture(scope="module")
-def remote(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("remote_code")
-    remote = program("patches/tf5_gpt2_bytes_to_unicode/tree/tokenization_remote")
-    (folder / "tokenization_remote.py").write_text(remote, encoding="utf-8")
-    return folder
+# the folder of the remote code (tokenization_remote.py), for the program to import from
+remote = tree_fixture("patches/tf5_gpt2_bytes_to_unicode")
 
 
 def run(paths: tuple[Path, ...], remote: Path, activate: bool = True,

@@ -16,21 +16,20 @@ import pytest
 
 from ..support import transformers5 as tf5
 from ..support.patch_runs import run_applied
-from ..support.programs import program
+from ..support.programs import patch_programs
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf5-pixtral-rope-renamed"
 paths = tf5.sglang_paths_fixture()  # sglang 0.5.1 on transformers 5
 
-REFERENCE = program("patches/tf5_pixtral_rope_renamed/reference")
-PATCHED = program("patches/tf5_pixtral_rope_renamed/patched")
+REFERENCE, PATCHED = patch_programs(PATCH, "reference", "patched")
 
 reference = tf5.reference_fixture(REFERENCE, "pixtral_rope")
 
 
-def test_stock_pixtral_does_not_import(paths: tuple[Path, ...], reference: Path) -> None:
-    tf5.check_stock_import_fails(PATCHED, paths, PATCH, reference, "PixtralRotaryEmbedding",
+def test_stock_pixtral_does_not_import(paths: tuple[Path, ...]) -> None:
+    tf5.check_stock_import_fails(PATCHED, paths, PATCH, "PixtralRotaryEmbedding",
                                  "transformers.models.pixtral.modeling_pixtral")
 
 

@@ -14,21 +14,19 @@ import pytest
 
 from ..support import transformers5 as tf5
 from ..support.patch_runs import run_applied
-from ..support.programs import program
+from ..support.programs import patch_programs
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tf5-vision-rope-renamed"
 
-REFERENCE = program("patches/tf5_vision_rope_renamed/reference")
-PATCHED = program("patches/tf5_vision_rope_renamed/patched")
+REFERENCE, PATCHED = patch_programs(PATCH, "reference", "patched")
 
-reference = tf5.reference_fixture(REFERENCE, "qwen_rope")
-paths = tf5.sglang_paths_fixture()
+reference, paths = tf5.comparison_fixtures(REFERENCE, "qwen_rope")
 
 
-def test_stock_qwen2_5_vl_does_not_import(paths: tuple[Path, ...], reference: Path) -> None:
-    tf5.check_stock_import_fails(PATCHED, paths, PATCH, reference, "Qwen2_5_VisionRotaryEmbedding",
+def test_stock_qwen2_5_vl_does_not_import(paths: tuple[Path, ...]) -> None:
+    tf5.check_stock_import_fails(PATCHED, paths, PATCH, "Qwen2_5_VisionRotaryEmbedding",
                                  "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl")
 
 

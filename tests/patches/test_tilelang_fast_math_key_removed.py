@@ -13,7 +13,6 @@ library still registers.
 
 from __future__ import annotations
 
-import shutil
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -21,17 +20,13 @@ from pathlib import Path
 import pytest
 
 from ..support.patch_runs import run_applied, run_json, run_stock
-from ..support.programs import PROGRAMS, program
+from ..support.programs import program, write_tree
 from ..support.run import need
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "tilelang-fast-math-key-removed"
 PATCHED = program("patches/tilelang_fast_math_key_removed/patched")
-# the stand-in's files, beside the program; pass_config.py comes from the real wheel
-STAND_IN = ("patches/tilelang_fast_math_key_removed/tree/tilelang/__init__",
-            "patches/tilelang_fast_math_key_removed/tree/tilelang/language/__init__",
-            "patches/tilelang_fast_math_key_removed/tree/tilelang/transform/__init__")
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +35,9 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     from sglang_shims.testing import wheels
 
     def make(version: str) -> Path:
-        root = tmp_path_factory.mktemp(f"tilelang-{version}")
-        for name in STAND_IN:
-            target = root / name.split("/tree/", 1)[1]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(PROGRAMS / f"{name}.py", target.with_suffix(".py"))
+        # the stand-in's files (the program's tree); pass_config.py from the real wheel
+        root = write_tree("patches/tilelang_fast_math_key_removed",
+                          tmp_path_factory.mktemp(f"tilelang-{version}"))
         with zipfile.ZipFile(wheels.fetch("tilelang", version)) as wheel:
             config = wheel.read("tilelang/transform/pass_config.py")
             (root / "tilelang" / "transform" / "pass_config.py").write_bytes(config)

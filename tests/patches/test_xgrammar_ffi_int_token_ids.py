@@ -17,27 +17,20 @@ from pathlib import Path
 
 import pytest
 
-from ..support.patch_runs import run_applied, run_stock
-from ..support.programs import program
-from ..support.run import need, run_python
+from ..support.patch_runs import reference_json, run_applied, run_stock, wheels_fixture
+from ..support.programs import patch_programs
 
 pytestmark = pytest.mark.wheels
 
 PATCH = "xgrammar-ffi-int-token-ids"
-PATCHED = program("patches/xgrammar_ffi_int_token_ids/patched")
-REFERENCE = program("patches/xgrammar_ffi_int_token_ids/reference")
+REFERENCE, PATCHED = patch_programs(PATCH, "reference", "patched")
 MISMATCH = ("TypeError: Mismatched type on argument #{n} when calling: "
             "`xgrammar.tvm_ffi_binding.GrammarMatcher.{call}`. Expected `int` but got "
             "`ffi.Tensor`")
 
-
-@pytest.fixture(scope="module")
-def paths(pypi_release: Callable[[str, str], Path],
-          sglang_release: Callable[[str], Path]) -> tuple[Path, ...]:
-    need("torch")
-    return (pypi_release("xgrammar", "0.2.1"), pypi_release("apache-tvm-ffi", "0.1.15.post2"),
-            pypi_release("transformers", "5.6.0"), pypi_release("huggingface_hub", "1.5.0"),
-            pypi_release("tokenizers", "0.22.2"), sglang_release("0.5.11"))
+paths = wheels_fixture("0.5.11", ("xgrammar", "0.2.1"), ("apache-tvm-ffi", "0.1.15.post2"),
+                       ("transformers", "5.6.0"), ("huggingface_hub", "1.5.0"),
+                       ("tokenizers", "0.22.2"))
 
 
 def test_stock_walk_fails_on_the_first_draft_token(paths: tuple[Path, ...]) -> None:
@@ -55,9 +48,7 @@ def test_stock_walk_fails_on_the_first_draft_token(paths: tuple[Path, ...]) -> N
 def test_patched_walk_fills_the_rows_of_sglang_0_5_12(
         paths: tuple[Path, ...], sglang_release: Callable[[str], Path]) -> None:
     fixed = sglang_release("0.5.12") / "sglang" / "srt" / "speculative" / "spec_utils.py"
-    reference = run_python(REFERENCE, paths=paths, args=(str(fixed),), activate=False)
-    assert reference.returncode == 0, reference.stderr[-3000:]
-    expected = reference.json()
+    expected = reference_json(REFERENCE, paths=paths, args=(str(fixed),))
     assert isinstance(expected, dict)
     data = run_applied(PATCHED, paths, PATCH)
     assert data["walk"] == expected["walk"]

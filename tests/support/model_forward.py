@@ -22,6 +22,17 @@ def run_harness(paths: tuple[Path, ...], tier: str, attention: str, **env: str) 
     return run_python(program("model_forward"), paths=paths, env=env, timeout=900)
 
 
+def check_stops_at(paths: tuple[Path, ...], patch: str, op: str, *, past: str = "") -> None:
+    """With only ``patch`` disabled, the harness (our ops' PyTorch path, torch-native
+    attention) fails at sglang's torch op ``op``: that patch is what serves it.  ``past``:
+    an op the run must have got past (it is not what failed)."""
+    result = run_harness(paths, "torch", "torch_native", SGLANG_SHIMS_DISABLE=patch)
+    assert result.returncode != 0
+    assert op in result.stderr, result.stderr[-3000:]
+    if past:
+        assert past not in result.stderr, result.stderr[-3000:]
+
+
 def serve(paths: tuple[Path, ...], tier: str, attention: str) -> dict[str, object]:
     """The harness's JSON, checked: every greedy token equal to transformers', every logit
     within 1e-4, for both models."""

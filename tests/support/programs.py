@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from .run import REPO
 
@@ -27,6 +30,40 @@ PROGRAMS = REPO / "tests" / "programs"
 def program(name: str) -> str:
     """The text of ``tests/programs/<name>.py`` with its pieces put in place."""
     return assemble(PROGRAMS / f"{name}.py")
+
+
+def patch_folder(patch: str) -> str:
+    """The folder of the programs of patch ``patch``'s test, named after its id:
+    ``patches/<id with underscores>`` (under ``tests/programs``)."""
+    return f"patches/{patch.replace('-', '_')}"
+
+
+def patch_programs(patch: str, *names: str) -> tuple[str, ...]:
+    """The programs ``names`` of :func:`patch_folder`, in that order."""
+    return tuple(program(f"{patch_folder(patch)}/{name}") for name in names)
+
+
+def write_tree(name: str, root: Path) -> Path:
+    """Write the files of ``tests/programs/<name>/tree`` under ``root``, at the same
+    relative paths, pieces in place; ``root``."""
+    tree = PROGRAMS / name / "tree"
+    for path in sorted(tree.rglob("*.py")):
+        target = root / path.relative_to(tree)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(assemble(path), encoding="utf-8")
+    return root
+
+
+def tree_fixture(name: str) -> Any:
+    """A test file's module-scoped fixture: a fresh folder holding the tree of
+    ``tests/programs/<name>`` (:func:`write_tree`), for a program to find on its path --
+    remote code as transformers' dynamic module loader would import it, say."""
+
+    @pytest.fixture(scope="module")
+    def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return write_tree(name, tmp_path_factory.mktemp("tree"))
+
+    return tree
 
 
 def assemble(path: Path) -> str:

@@ -1,4 +1,5 @@
-"""Loading the project's scripts (examples/, benchmarks/, docs/) in tests by file path.
+"""Loading the project's scripts (examples/, benchmarks/, docs/, a patch's ``patch.py``) in
+tests by file path.
 
 They are not packages, so tests import them from their files.  A module is registered in
 ``sys.modules`` while it executes because dataclasses look their module up there; it

@@ -77,6 +77,15 @@ def reference_fixture(code: str, name: str) -> Any:
     return reference
 
 
+def comparison_fixtures(code: str, name: str) -> tuple[Any, Any]:
+    """A test file's two sides of a comparison with transformers 4.55.2, as module-scoped
+    fixtures ``reference, paths = comparison_fixtures(...)``: the values ``code`` saves
+    there (:func:`reference_fixture`), and sglang 0.5.1 on transformers 5 with the
+    stand-in kernel (:func:`sglang_paths_fixture`), where the patched program recomputes
+    them."""
+    return reference_fixture(code, name), sglang_paths_fixture()
+
+
 def reference_file(tmp_path_factory: pytest.TempPathFactory,
                    pypi_release: Callable[[str, str], Path], code: str, name: str) -> Path:
     """Run ``code`` (no shims) on transformers 4.55.2; it saves its values to argv[1]."""
@@ -88,9 +97,10 @@ def reference_file(tmp_path_factory: pytest.TempPathFactory,
     return out
 
 
-def check_stock_import_fails(code: str, paths: tuple[Path, ...], patch: str,
-                             reference: Path | None, name: str, module: str) -> None:
+def check_stock_import_fails(code: str, paths: tuple[Path, ...], patch: str, name: str,
+                             module: str) -> None:
     """With ``patch`` off, ``code``'s import (``import_attempt``) fails on transformers 5
-    because it no longer has ``name`` in ``module``."""
-    data = run_stock(code, paths, patch, reference, transformers=TRANSFORMERS5)
+    because it no longer has ``name`` in ``module`` (before the program would read a
+    reference file: none is given)."""
+    data = run_stock(code, paths, patch, transformers=TRANSFORMERS5)
     assert data["import"].startswith(f"ImportError: cannot import name {name!r} from {module!r}")

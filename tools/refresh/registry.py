@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from . import derived, fetched
+from . import derived, fetched, gpus
 from .context import Context
 
 Kind = Literal["derived", "fetched", "measured"]
@@ -97,10 +97,18 @@ GENERATORS: tuple[Generator, ...] = (
               derived.write_plots),
     Generator("mutation", "measured", _fixed(fetched.MUTATION), fetched.MUTATION_SOURCE, 1,
               fetched.check_mutation, fetched.write_mutation),
+    Generator("kernel-images", "fetched", _fixed(gpus.IMAGES), gpus.IMAGES_SOURCE, 1,
+              gpus.check_images, gpus.write_images, gpus.stale_images),
+    Generator("sglang-sm120-attention", "fetched", _fixed(gpus.ATTENTION),
+              gpus.ATTENTION_SOURCE, 1, gpus.check_attention, gpus.write_attention),
+    Generator("gpu-compile", "measured", _fixed(gpus.COMPILE), gpus.COMPILE_SOURCE, 1,
+              gpus.check_compile, gpus.write_compile, gpus.stale_compile),
+    Generator("gpus-page", "derived", _fixed(*gpus.PAGE_OUTPUTS),
+              "the GPU data (docs/gpus/*.json), benchmarks/arch_limits.toml and the"
+              " manifests' [gpu] gates", 1, gpus.check_page, gpus.write_page),
 )
 
 PENDING: dict[str, str] = {
-    "gpus-page": "docs/gpus.md (being written on another branch): add its generator here",
     "doctor-json-schema": "the doctor JSON's schema (being written on another branch)",
     "manifest-schema": "the manifest JSON schema (being written on another branch)",
 }

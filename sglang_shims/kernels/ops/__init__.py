@@ -7,7 +7,8 @@ Each family is three modules, so that what a reader looks for has one place:
   plain-PyTorch path;
 * ``triton.py`` -- the ``@triton.jit`` kernels (imported on the first Triton launch only);
 * ``launch.py`` -- the launch rules the wrappers follow (block sizes, warps, grids, as
-  functions of the shapes) and, for the families ``benchmarks/sweep.py`` tunes, the
+  functions of the shapes, and of the GPU -- ``kernels.device.Device`` -- where it limits
+  them) and, for the families ``benchmarks/sweep.py`` tunes, the
   candidate launch parameters it tries.  A rule the sweep finds better is edited there.
 
 Nothing is imported here: :data:`sglang_shims.kernels.OPS` loads a family on first use.

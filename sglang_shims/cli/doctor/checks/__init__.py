@@ -4,7 +4,8 @@ runs them in.
 Every check is a function of the :class:`~sglang_shims.cli.doctor.facts.Facts` gathered
 once, returning its findings.  The order is the order of the report: whether sglang-shims
 is active at all, what is installed, the GPUs, then the kernel from the inside out (built
-for this torch, importable, holding code for these GPUs, its libraries found), the
+for this torch, importable, holding code for these GPUs -- and where it holds none, what
+CI found for the fallback there --, its libraries found), the
 known-bad combinations, sglang's own pins, and what the compatibility matrix saw.
 
 Three checks need more than the facts and are run by
@@ -19,7 +20,7 @@ from collections.abc import Callable
 
 from ..facts import Facts
 from ..finding import Finding
-from . import abi, arch, gpu, hook, installed, known_bad, libs, pins, probe, tested
+from . import abi, arch, fallback, gpu, hook, installed, known_bad, libs, pins, probe, tested
 
 Check = Callable[[Facts], list[Finding]]
 
@@ -37,6 +38,7 @@ def ordered(probe_import: bool, announce: Callable[[str], None] | None
         ("sgl-kernel-import",
          lambda f: probe.check_import(f, probe_import and not f.env.hermetic, announce)),
         ("sgl-kernel-arch", arch.check_arch),
+        (fallback.CHECK, fallback.check_fallback),
         ("cuda-libs", libs.check_libs),
         ("known-bad", known_bad.check_rules),
         ("sglang-pin", pins.check_pins),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from ....patching.elf import LibraryInfo, arch_names
@@ -12,14 +13,17 @@ from ..finding import TRITON_FALLBACK, Finding, Level
 from ..version_text import sm_name
 
 
-def loader_library(facts: Facts, cap: tuple[int, int] | None) -> tuple[str, LibraryInfo] | None:
-    """The common_ops that sgl_kernel's loader picks: sm90/ on 9.0, sm100/ otherwise
-    (no GPU included), then the flat layout of <= 0.3.12."""
+def loader_key(keys: Collection[str], cap: tuple[int, int] | None) -> str | None:
+    """Which of the common_ops folders ``keys`` sgl_kernel's loader picks: sm90/ on 9.0,
+    sm100/ otherwise (no GPU included), then the flat layout of <= 0.3.12 (``""``)."""
     preferred = "sm90" if cap == (9, 0) else "sm100"
-    for key in (preferred, ""):
-        if key in facts.libraries:
-            return key, facts.libraries[key]
-    return None
+    return next((key for key in (preferred, "") if key in keys), None)
+
+
+def loader_library(facts: Facts, cap: tuple[int, int] | None) -> tuple[str, LibraryInfo] | None:
+    """The common_ops that sgl_kernel's loader picks (:func:`loader_key`)."""
+    key = loader_key(facts.libraries.keys(), cap)
+    return None if key is None else (key, facts.libraries[key])
 
 
 def rel_path(facts: Facts, path: Path) -> str:

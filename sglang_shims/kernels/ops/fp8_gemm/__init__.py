@@ -16,8 +16,9 @@ sglang's FP8 linear layers call them in ``layers/quantization/fp8_utils.py`` (0.
   column-major and TMA-padded views; any strides are read).  Each 128-wide slice of K is
   multiplied, scaled by its two scales and added in fp32, as sgl-kernel's CUTLASS kernel.
 
-Paths: for CUDA tensors in a process where sglang's own Triton block-scaled matmul
-(``w8a8_block_fp8_matmul_triton``, the kernel behind sglang's
+Paths: on GPUs below compute capability 8.9, where Triton has no e4m3 type, plain torch
+(``Device.fp8``).  Otherwise, for CUDA tensors in a process where sglang's own Triton
+block-scaled matmul (``w8a8_block_fp8_matmul_triton``, the kernel behind sglang's
 ``--fp8-gemm-backend triton``, tuned per GPU) is already imported, the block-scaled op
 calls it with the weight and its scales transposed back (views, no copy); it computes
 the same sum in the same order.  Otherwise our Triton kernels (``triton.py``),
@@ -41,7 +42,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...compile_lock import launch_kernel
-from ...runtime import use_triton
+from ...runtime import device_of, use_triton
 from . import launch
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def fp8_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: torch.Tens
     out = torch.empty((m, n), dtype=out_dtype, device=mat_a.device)
     if m == 0 or n == 0:
         return out
-    if not use_triton(mat_a):
+    if not (use_triton(mat_a) and device_of(mat_a).fp8):
         acc = (mat_a.float() @ mat_b.float()) * sa.view(-1, 1) * sb.view(1, -1)
         if bias is not None:
             acc += bias.float().view(1, -1)
@@ -79,7 +80,7 @@ def fp8_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: torch.Tens
     from .triton import scaled_mm_kernel
 
     flat_bias = bias.reshape(-1) if bias is not None else None
-    cfg = launch.config(m, n, decode_tiles=True)
+    cfg = launch.config(m, n, decode_tiles=True, dev=device_of(mat_a))
     launch_kernel(_key(name, out, cfg, bias is not None), scaled_mm_kernel,
                   launch.grid(m, n, cfg),
                   mat_a, mat_b, sa, sb, flat_bias if flat_bias is not None else sa, out, m, n, k,
@@ -103,7 +104,7 @@ def fp8_blockwise_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: 
                              f"{list(s.shape)}")
     if m == 0 or n == 0:
         return torch.empty((m, n), dtype=out_dtype, device=mat_a.device)
-    if not use_triton(mat_a):
+    if not (use_triton(mat_a) and device_of(mat_a).fp8):
         sa = scales_a.repeat_interleave(BLOCK, dim=1)[:, :k]
         sb = scales_b.repeat_interleave(BLOCK, dim=0).repeat_interleave(BLOCK, dim=1)[:k, :n]
         return ((mat_a.float() * sa) @ (mat_b.float() * sb)).to(out_dtype)
@@ -115,7 +116,7 @@ def fp8_blockwise_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: 
     from .triton import block_scaled_mm_kernel
 
     out = torch.empty((m, n), dtype=out_dtype, device=mat_a.device)
-    cfg = launch.config(m, n, decode_tiles=False)
+    cfg = launch.config(m, n, decode_tiles=False, dev=device_of(mat_a))
     launch_kernel(_key(name, out, cfg, False), block_scaled_mm_kernel, launch.grid(m, n, cfg),
                   mat_a, mat_b, scales_a, scales_b, out, m, n, k,
                   mat_a.stride(0), mat_a.stride(1), mat_b.stride(0), mat_b.stride(1),

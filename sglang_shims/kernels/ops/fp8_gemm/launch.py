@@ -3,6 +3,7 @@ steps of ``BLOCK_K``), and the sweep space of ``scaled_mm_kernel``."""
 
 from __future__ import annotations
 
+from ...device import Device
 from ...runtime import DECODE_ROWS, cdiv, next_pow2
 from ..space import Config
 
@@ -12,10 +13,30 @@ SMEM = 200 * 1024
 gives a block up to 227 KiB; above this the launch fails and the candidate is dropped."""
 
 
-def config(m: int, n: int, *, decode_tiles: bool) -> Config:
-    """Tiles and launch options for an ``[m, n]`` output (decode: a narrow row tile; prefill:
-    square 128 tiles).  ``decode_tiles``: the decode tiles swept for ``fp8_scaled_mm``
-    (the block-scaled kernel steps K by its 128-wide scale blocks and was not swept)."""
+EPILOGUE = 1024
+"""Shared memory Triton adds beside the pipeline buffers (read from the compiled kernels:
+sm_90 128 x 128 x 128 in 3 stages takes 3 x 32768 + 1024 bytes)."""
+
+
+def stages_that_fit(dev: Device, block_m: int, block_n: int, block_k: int, stages: int) -> int:
+    """``stages``, or fewer where ``dev`` gives a block too little shared memory for them.
+
+    A stage holds one A tile and one B tile of fp8 (a byte a value).  Hopper and datacenter
+    Blackwell keep ``stages`` of them, the other architectures ``stages - 1``; counting
+    ``stages`` is right for the former and safe for the latter.  Two stages is the floor
+    (one buffer being filled while one is read)."""
+    per_stage = block_m * block_k + block_k * block_n
+    while stages > 2 and stages * per_stage + EPILOGUE > dev.smem_per_block:
+        stages -= 1
+    return stages
+
+
+def config(m: int, n: int, *, decode_tiles: bool, dev: Device) -> Config:
+    """Tiles and launch options for an ``[m, n]`` output on ``dev`` (decode: a narrow row
+    tile; prefill: square 128 tiles).  ``decode_tiles``: the decode tiles swept for
+    ``fp8_scaled_mm`` (the block-scaled kernel steps K by its 128-wide scale blocks and was
+    not swept).  The stages are the measured ones wherever they fit ``dev``'s shared memory
+    (every GPU of 99 KiB a block or more, the ones Triton compiles e4m3 for)."""
     block_m = min(max(16, next_pow2(m)), 128)
     block_n = 128 if m > 64 else 64
     block_k, stages = 128, 3
@@ -26,7 +47,8 @@ def config(m: int, n: int, *, decode_tiles: bool) -> Config:
         # 16 tokens, 64 beyond.
         block_m, block_n, block_k, stages = 16, 32 if m <= 16 else 64, 256, 4
     return {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": 8,
-            "num_warps": 8 if block_m * block_n >= 128 * 128 else 4, "num_stages": stages}
+            "num_warps": 8 if block_m * block_n >= 128 * 128 else 4,
+            "num_stages": stages_that_fit(dev, block_m, block_n, block_k, stages)}
 
 
 def grid(m: int, n: int, cfg: Config) -> tuple[int]:

@@ -30,6 +30,22 @@ def _tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.conste
     return pid_m, pid_n
 
 
+@triton.jit
+def _operand_tiles(a_ptr, b_ptr, M, N, stride_am, stride_ak, stride_bk, stride_bn,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                   GROUP_M: tl.constexpr):
+    """This program's rows and columns of C, which of them exist, the K offsets of one
+    step, and the pointers to the first step's A and B tiles (64-bit row and column
+    offsets: ``M * stride_am`` passes 2**31 at large batches)."""
+    pid_m, pid_n = _tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rm.to(tl.int64)[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn.to(tl.int64)[None, :] * stride_bn
+    return rm, rn, rk, rm < M, rn < N, a_ptrs, b_ptrs
+
+
 @triton.jit(do_not_specialize=["M"])
 def scaled_mm_kernel(
     a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, c_ptr,
@@ -42,14 +58,9 @@ def scaled_mm_kernel(
 ):
     """``C = (A @ B) * sa[:, None] * sb[None, :] (+ bias)``; a scale stride of 0 makes
     that scale one value for the whole tensor."""
-    pid_m, pid_n = _tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    m_ok = rm < M
-    n_ok = rn < N
-    a_ptrs = a_ptr + rm.to(tl.int64)[:, None] * stride_am + rk[None, :] * stride_ak
-    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn.to(tl.int64)[None, :] * stride_bn
+    rm, rn, rk, m_ok, n_ok, a_ptrs, b_ptrs = _operand_tiles(
+        a_ptr, b_ptr, M, N, stride_am, stride_ak, stride_bk, stride_bn,
+        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         k_ok = rk < K - k * BLOCK_K
@@ -78,14 +89,9 @@ def block_scaled_mm_kernel(
 ):
     """``C = sum over k-blocks of (A_kb @ B_kb) * sa[:, kb] * sb[kb, n // SCALE_BLOCK]``:
     one k step per scale block, its partial product scaled in fp32 before it is added."""
-    pid_m, pid_n = _tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, SCALE_BLOCK)
-    m_ok = rm < M
-    n_ok = rn < N
-    a_ptrs = a_ptr + rm.to(tl.int64)[:, None] * stride_am + rk[None, :] * stride_ak
-    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn.to(tl.int64)[None, :] * stride_bn
+    rm, rn, rk, m_ok, n_ok, a_ptrs, b_ptrs = _operand_tiles(
+        a_ptr, b_ptr, M, N, stride_am, stride_ak, stride_bk, stride_bn,
+        BLOCK_M, BLOCK_N, SCALE_BLOCK, GROUP_M)
     sa_ptrs = sa_ptr + rm.to(tl.int64) * stride_sam
     sb_ptrs = sb_ptr + (rn // SCALE_BLOCK) * stride_sbn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)

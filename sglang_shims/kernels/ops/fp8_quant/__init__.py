@@ -21,7 +21,8 @@ before every FP8 matmul (``sglang_per_token_group_quant_fp8``, ``scaled_fp8_quan
   scale given.
 
 Arithmetic is fp32 as in sgl-kernel, and rounding to e4m3 is to nearest, ties to even,
-as torch's own conversion.  Differences from sgl-kernel, on purpose: an all-zero row
+as torch's own conversion.  GPUs below compute capability 8.9 (no e4m3 in Triton) take
+the plain-PyTorch path.  Differences from sgl-kernel, on purpose: an all-zero row
 or tensor quantises to zeros (sgl-kernel's per-tensor and small-batch per-token kernels
 multiply by ``1/0`` there and store 448, which dequantises to 0 all the same); ``eps``
 may be any value (sgl-kernel insists on 1e-10).  Refused loudly: packed ``ue8m0``
@@ -34,7 +35,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...compile_lock import launch_kernel
-from ...runtime import use_triton
+from ...runtime import device_of, use_triton
 from . import launch
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def sgl_per_token_quant_fp8(input: torch.Tensor, output_q: torch.Tensor,
     scales = _flat_scales("sgl_per_token_quant_fp8", output_s, input.shape[0])
     if input.numel() == 0:
         return
-    if use_triton(input):
+    if _triton_fp8(input):
         _triton_per_token(input, output_q, scales)
         return
     x = input.float()
@@ -107,7 +108,7 @@ def sgl_per_tensor_quant_fp8(input: torch.Tensor, output_q: torch.Tensor,
     scale = _flat_scales("sgl_per_tensor_quant_fp8", output_s, 1)
     if input.numel() == 0:
         return
-    if use_triton(input):
+    if _triton_fp8(input):
         _triton_per_tensor(input, output_q, scale, bool(is_static))
         return
     x = input.float()
@@ -142,7 +143,7 @@ def group_quant_into(input: torch.Tensor, output_q: torch.Tensor, output_s: torc
                          f"{tuple(output_s.shape)}")
     if input.numel() == 0:
         return
-    if use_triton(input):
+    if _triton_fp8(input):
         _triton_group(input, output_q, output_s, rows, group_size, eps, fp8_min, fp8_max,
                       scale_ue8m0)
         return
@@ -158,6 +159,12 @@ def group_quant_into(input: torch.Tensor, output_q: torch.Tensor, output_s: torc
         mult = fp8_max / amax
     output_q.copy_(_quantise(x, mult[..., None], fp8_min, fp8_max).view(output_q.shape))
     output_s.copy_(scale)
+
+
+def _triton_fp8(x: torch.Tensor) -> bool:
+    """The Triton path, where Triton has an e4m3 type for the GPU (compute capability 8.9+;
+    below it the kernels do not compile, so plain torch quantises there)."""
+    return use_triton(x) and device_of(x).fp8
 
 
 def _quantise(x: torch.Tensor, mult: torch.Tensor, lo: float, hi: float) -> torch.Tensor:

@@ -1,0 +1,120 @@
+"""The launch rules read the GPU they launch for (``kernels.device.Device``), never a list of
+architectures; the wrappers build that value once per device from torch's properties.
+
+Runs on CPU: launches are recorded (``compile_lock.recording(device)``), not run.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import pytest
+
+from sglang_shims.kernels import compile_lock, runtime
+from sglang_shims.kernels.device import MEASURED, Device, cuda_device
+from sglang_shims.kernels.ops.fp8_gemm import launch as gemm
+
+from ..support.run import need
+
+SM86 = Device((8, 6), 101376, 82)
+SM89 = Device((8, 9), 101376, 128)
+SM120 = Device((12, 0), 101376, 36)
+SM90 = Device((9, 0), 232448, 132)
+SMALL = Device((8, 9), 65536, 40)  # an fp8-capable GPU with a T4's shared memory
+
+
+def test_fp8_matmul_stages_follow_shared_memory() -> None:
+    """The measured stages where they fit (every fp8-capable GPU has 99 KiB or more); fewer
+    where a block has less, down to two."""
+    for dev in (SM89, SM120, SM90):
+        assert gemm.config(4096, 4096, decode_tiles=False, dev=dev)["num_stages"] == 3
+        assert gemm.config(8, 4096, decode_tiles=True, dev=dev)["num_stages"] == 4
+    assert gemm.config(32, 4096, decode_tiles=True, dev=SMALL)["num_stages"] == 3
+    assert gemm.config(8, 4096, decode_tiles=True, dev=SMALL)["num_stages"] == 4
+    assert gemm.config(4096, 4096, decode_tiles=False, dev=SMALL)["num_stages"] == 2
+    assert gemm.stages_that_fit(SMALL, 128, 128, 128, 3) == 2
+
+
+def _recorded(dev: Device, call: Any) -> list[Any]:
+    with compile_lock.recording(dev) as launches:
+        call()
+    return list(launches)
+
+
+def test_fp8_ops_take_torch_where_triton_has_no_e4m3() -> None:
+    """Below compute capability 8.9 Triton refuses e4m3 kernels, so the FP8 ops compute in
+    torch there; from 8.9 they launch their kernels."""
+    need("torch")
+    import torch
+
+    from sglang_shims import kernels as K
+
+    e, f32, fp8 = torch.empty, torch.float32, torch.float8_e4m3fn
+
+    def quant() -> None:
+        K.sgl_per_token_quant_fp8(torch.ones(2, 256), e(2, 256, dtype=fp8), e(2))
+
+    def matmul() -> None:
+        a, b = torch.zeros(2, 128, dtype=fp8), torch.zeros(128, 64, dtype=fp8)
+        K.fp8_scaled_mm(a, b, torch.ones(2, 1), torch.ones(64, 1), torch.bfloat16)
+
+    for call in (quant, matmul):
+        assert _recorded(SM86, call) == []
+        assert len(_recorded(SM89, call)) == 1
+    assert not SM86.fp8 and SM89.fp8 and SM120.fp8 and MEASURED.fp8
+    del f32
+
+
+def test_recording_for_a_device_takes_the_triton_path_on_cpu_tensors() -> None:
+    need("torch")
+    import torch
+
+    from sglang_shims import kernels as K
+
+    x = torch.ones(4, 4096, dtype=torch.bfloat16)
+    assert not runtime.use_triton(x) or runtime.interpret_mode()
+    (rec,) = _recorded(SM120, lambda: K.rmsnorm(x, torch.ones(4096, dtype=torch.bfloat16)))
+    assert rec.kwargs["BLOCK_N"] == 4096
+    assert runtime.device_of(x) is MEASURED  # outside the block: no GPU, the H200's rules
+
+
+@pytest.mark.parametrize(("dev", "expected"), [(SM120, True), (SM90, True), (SM89, False)])
+def test_pdl_follows_the_assumed_device(monkeypatch: pytest.MonkeyPatch, dev: Device,
+                                        expected: bool) -> None:
+    need("torch")
+    import torch
+
+    monkeypatch.setattr(runtime, "PDL_SHIPPED", True)
+    x = torch.ones(2, 8)
+    with compile_lock.recording(dev):
+        assert runtime.use_pdl(x) is expected
+        assert runtime.use_pdl(x, False) is False
+    assert runtime.use_pdl(x) is False  # a CPU tensor outside: no GPU
+
+
+def test_the_device_is_read_from_torch_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Capability, opt-in shared memory and SM count from torch's device properties, read
+    once per device; older torch without the opt-in figure falls back to the default."""
+    need("torch")
+    import torch
+
+    reads: list[int] = []
+
+    def props(index: int) -> Any:
+        reads.append(index)
+        if index == 0:
+            return types.SimpleNamespace(major=12, minor=0, multi_processor_count=36,
+                                         shared_memory_per_block_optin=101376)
+        return types.SimpleNamespace(major=7, minor=5, multi_processor_count=40,
+                                     shared_memory_per_block=49152)
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", props)
+    cuda_device.cache_clear()
+    try:
+        assert cuda_device(0) == SM120
+        assert cuda_device(0) == SM120
+        assert cuda_device(1) == Device((7, 5), 49152, 40)
+        assert reads == [0, 1]
+    finally:
+        cuda_device.cache_clear()
