@@ -61,40 +61,39 @@ def write_page(context: Context) -> None:
 
 # -- the kernel wheels' images ------------------------------------------------------------
 
-def kernel_releases(context: Context) -> tuple[tuple[str, str], ...]:
-    """The kernel wheels the page reads: the milestones, and the newest final release of
-    each kernel distribution on the index snapshot (a new one makes the page stale)."""
-    from packaging.version import Version
-
+def check_images(context: Context) -> list[str]:
     from tools.gpus import page
 
-    from . import snapshot
-    from .fetched import SNAPSHOT
-
-    listed = snapshot.load(context.root / SNAPSHOT)["projects"]
-    newest = []
-    for dist in ("sgl-kernel", "sglang-kernel"):
-        finals = [Version(v) for v, e in listed.get(dist, {}).items()
-                  if e["wheel"] and not Version(v).is_prerelease]
-        if finals:
-            newest.append((dist, str(max(finals))))
-    return tuple(dict.fromkeys((*page.MILESTONES, *newest)))
-
-
-def check_images(context: Context) -> list[str]:
-    wanted = [f"{dist} {version}" for dist, version in kernel_releases(context)]
+    wanted = [f"{dist} {version}" for dist, version in page.kernel_releases(context.root)]
     found = _json(context, IMAGES)["releases"]
-    out = [f"{IMAGES}: {name} is not read (run `python -m tools.refresh kernel-images`)"
-           for name in wanted if name not in found]
+    out = [f"{IMAGES}: {name} is not read" for name in wanted if name not in found]
     out += [f"{IMAGES}: {name} has no common_ops library" for name, rel in found.items()
             if not rel["libraries"]]
     return out
 
 
+def stale_images(context: Context) -> list[str]:
+    """Kernel releases on the index newer than every one the page read (the snapshot's
+    newest is read by the next ``kernel-images`` run; until then the page is behind)."""
+    from packaging.version import Version
+
+    from . import snapshot
+    from .fetched import SNAPSHOT
+
+    read = _json(context, IMAGES)["releases"]
+    newest = max(Version(name.split()[1]) for name in read)
+    listed = snapshot.load(context.root / SNAPSHOT)["projects"]
+    return [f"{dist} {v} is on the index, not read for docs/gpus.md (python -m tools.refresh"
+            " kernel-images)"
+            for dist in ("sgl-kernel", "sglang-kernel")
+            for v, e in listed.get(dist, {}).items()
+            if e["wheel"] and Version(v) > newest and not Version(v).is_prerelease]
+
+
 def write_images(context: Context) -> None:
     from tools.gpus import page
 
-    _write(context, IMAGES, page.images_text(kernel_releases(context)))
+    _write(context, IMAGES, page.images_text())
 
 
 # -- the every-architecture compile check --------------------------------------------------
