@@ -37,6 +37,7 @@ from sglang_shims.kernels.ops.moe_gate import launch as gate_launch
 from sglang_shims.kernels.ops.moe_topk import launch as topk_launch
 from sglang_shims.kernels.ops.norm import launch as norm_launch
 from sglang_shims.kernels.ops.rope import launch as rope_launch
+from sglang_shims.kernels.device import MEASURED
 from sglang_shims.kernels.ops.space import Config
 from sglang_shims.kernels.runtime import DECODE_ROWS, cdiv
 
@@ -524,10 +525,10 @@ def aligned_tensor_sizes() -> tuple[int, int, int]:
 def mm_cases(decode_tiles: bool) -> list[tuple[int, int, int]]:
     """(M, N, K): row counts around the first row tile and the decode limit, each with N
     and K one off a multiple of its tiles (alternately above and below)."""
-    first = mm_launch.config(1, 1, decode_tiles=decode_tiles)["BLOCK_M"]
+    first = mm_launch.config(1, 1, decode_tiles=decode_tiles, dev=MEASURED)["BLOCK_M"]
     cases = []
     for i, m in enumerate((first - 1, first + 1, DECODE, PREFILL)):
-        cfg = mm_launch.config(m, 1, decode_tiles=decode_tiles)
+        cfg = mm_launch.config(m, 1, decode_tiles=decode_tiles, dev=MEASURED)
         side = 1 if i % 2 else -1
         cases.append((m, cfg["BLOCK_N"] + side, cfg["BLOCK_K"] - side))
     return cases
