@@ -32,8 +32,8 @@ LAST_OLD_NAME = str(max(Version(v) for v in exports.versions()
 ])
 def test_pin(tmp_path: Path, requires: list[str], expected: str | None) -> None:
     lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
-    root = write_package(tmp_path, {"sglang-0.0.0.dist-info/METADATA":
-                                    f"Metadata-Version: 2.1\nName: sglang\nVersion: 0.0.0\n{lines}"})
+    meta = f"Metadata-Version: 2.1\nName: sglang\nVersion: 0.0.0\n{lines}"
+    root = write_package(tmp_path, {"sglang-0.0.0.dist-info/METADATA": meta})
     result = run_python(CODE, paths=(root,), activate=False)
     assert result.returncode == 0, result.stderr
     got = result.json()
