@@ -79,11 +79,11 @@ def make_venv(root: Path, wheel: Path | None, reference: str | None = None) -> P
     return python
 
 
-def build_wheel(out: Path) -> Path:
+def build_wheel(out: Path, tree: Path = REPO) -> Path:
     # without build isolation where hatchling is installed here: no network needed
     no_isolation = ["--no-build-isolation"] if importlib.util.find_spec("hatchling") else []
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", *no_isolation, "-q",
-                    "-w", str(out), str(REPO)], check=True)
+                    "-w", str(out), str(tree)], check=True)
     return next(out.glob("sglang_shims-*.whl"))
 
 

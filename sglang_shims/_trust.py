@@ -119,7 +119,8 @@ def open_folder(path: Path, *, create: bool = True) -> int:
     try:
         fd = os.open(path, _OPEN_DIR | _NOFOLLOW)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        # a link opened with O_DIRECTORY|O_NOFOLLOW: ENOTDIR on Linux, ELOOP elsewhere
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and path.is_symlink():
             raise NotPrivate(f"{path} is a symbolic link") from None
         raise
     try:

@@ -20,6 +20,7 @@ pytest_plugins = [
     "tests.support.engine",  # seam: a real engine in the test's own process
     "tests.support.stacks",  # sglang051, sglang0513, sglang0517
     "tests.support.fetch_log",  # SGLANG_SHIMS_FETCH_LOG=FILE: what the suite downloads
+    "tests.support.hermetic",  # a test not marked wheels reads no published wheel
 ]
 
 # Property tests check behaviour, never speed (speed lives in benchmarks/): no deadline,

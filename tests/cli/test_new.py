@@ -182,3 +182,14 @@ def test_an_existing_folder_or_test_is_never_overwritten(
     assert (here / "patches" / "my-fix" / "patch.py").read_text() == "# mine\n"
     code, _, err = new(capsys, "my-fix", "--target", TARGET, "--folder", "other")
     assert code == 2 and "test_my_fix.py exists" in err and not (here / "other").exists()
+
+
+def test_the_text_lists_the_files_then_the_numbered_steps() -> None:
+    from sglang_shims.cli import new
+
+    data = {"id": "demo-patch", "target": "pkg.mod", "when": "after",
+            "files": {"manifest": "/x/manifest.toml", "patch": "/x/patch.py"},
+            "next": ["evidence", "the range"]}
+    assert new.text(data).splitlines() == [
+        "created patch demo-patch (target pkg.mod, after its body runs):",
+        "  /x/manifest.toml", "  /x/patch.py", "", "next:", "  1. evidence", "  2. the range"]

@@ -185,3 +185,15 @@ def test_gpu_large_norms(gen: torch.Generator, hidden: int) -> None:
     # Above the one-pass limit the looped kernel normalises the stored (rounded) residual.
     norm_of = total if hidden <= norm_launch.MAX_SINGLE_PASS else r
     assert_close(x, ref_rmsnorm(norm_of, w, 1e-6, False), dtype, "fused norm")
+
+
+@pytest.mark.parametrize("hidden", [32767, 32768, 32769, 65536, 131072])
+@pytest.mark.parametrize("fused", [False, True], ids=["plain", "fused"])
+def test_norm_blocks_never_hold_more_than_32k_values_of_a_row(hidden: int, fused: bool) -> None:
+    """A single-pass program keeps its row in registers: 32768 values (64 KiB of fp16) is the
+    most the kernel is written for; a wider row loops over ``LOOP_BLOCK`` columns.  Asked of
+    the rules only (the output is right either way, so no CPU run of the kernel tells)."""
+    for rows in (1, 8, 4096):
+        cfg = norm_launch.config(rows, hidden, fused)
+        assert cfg["BLOCK_M"] * cfg["BLOCK_N"] <= 32768
+        assert norm_launch.single_pass(hidden) is (hidden <= 32768)

@@ -11,6 +11,7 @@ program imports it as a piece.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 from ..support.programs import PROGRAMS, patch_folder, pieces_imported, program
@@ -110,3 +111,21 @@ def test_the_use_check_sees_patch_programs_calls() -> None:
 def test_no_program_looks_like_a_test_module() -> None:
     """pytest collects ``test_*.py`` wherever it is: a program so named would run as a test."""
     assert [p for p in PROGRAM_FILES if p.name.startswith("test_")] == []
+
+
+def test_the_mutation_config_names_every_module_once_and_test_files_that_exist() -> None:
+    """``tools/mutation/config.toml``: each module of ``sglang_shims`` is mutated (with its
+    test files) or named as not mutated, with why; a test file that moved is a stale entry."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10
+        import tomli as tomllib
+    config = tomllib.loads((REPO / "tools" / "mutation" / "config.toml").read_text("utf-8"))
+    named = [m["path"] for m in config["module"]] + [m["path"] for m in config["not_mutated"]]
+    modules = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "sglang_shims").rglob("*.py"))
+    assert sorted(named) == modules
+    stale = sorted({test.split("::")[0] for m in config["module"]
+                    for test in [*m["tests"], *m.get("deselect", [])]
+                    if not (REPO / test.split("::")[0]).is_file()})
+    assert stale == []
+    assert all(m["why"] for m in config["not_mutated"])

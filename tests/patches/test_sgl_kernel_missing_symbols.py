@@ -171,6 +171,19 @@ def test_retires_when_nothing_is_missing_or_release_unknown() -> None:
         patch.apply(_ctx(_kernel_module("0.0.4"), "0.4.6.dev1", "0.0.4"))
 
 
+def test_retires_exactly_past_the_data() -> None:
+    """The manifest's version rule names the newest release the import data covers, so
+    that a release the refresh adds to the data is patched, not retired, and one it has
+    not read yet retires before the patch runs: the data leads, the bound follows."""
+    manifest = load_text((PATCH / "manifest.toml").read_text(), str(PATCH), PATCH)
+    (gate,) = manifest.retire.versions
+    newest = symbols.load()["releases"][-1]
+    assert (gate.dists, gate.spec) == (("sglang",), f">{newest}"), (
+        f"[retire] versions must read sglang = \">{newest}\": the import data's newest"
+        " release (python -m tools.refresh kernel-symbols added it)")
+    assert newest in manifest.retire.description
+
+
 CALL = program("patches/sgl_kernel_missing_symbols/call")
 
 # (sglang, kernel, a name that sglang imports and that kernel lacks, the pin)

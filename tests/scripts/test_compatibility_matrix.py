@@ -41,6 +41,7 @@ CI_SAMPLE = [("0.4.0", "pinned", "shims"), ("0.4.4.post1", "pinned", "shims"),
              ("0.5.9", "newest5", "shims")]
 
 
+@pytest.mark.wheels
 def test_requirements_follow_the_srt_extra_and_leave_the_kernel_out(
         sglang_release: Callable[[str], Path]) -> None:
     # sglang 0.5.1 keeps its runtime under the srt extra (-> runtime_common): its METADATA
@@ -55,6 +56,7 @@ def test_requirements_follow_the_srt_extra_and_leave_the_kernel_out(
         assert left_out not in reqs
 
 
+@pytest.mark.wheels
 @pytest.mark.parametrize(("release", "expected"), [
     ("0.5.1", {"torch": "2.8.0", "transformers": "4.55.2", "kernel": "0.3.5",
                "kernel_dist": "sgl-kernel"}),
@@ -323,6 +325,44 @@ def test_render_marks_stock_and_shims() -> None:
     assert "**Not run yet** (1 of 2 releases): 0.5.2" in page
     picture = render.svg(_matrix())
     assert picture.count("<rect") == 1 + 2 * 6 * 2 + 4  # background, 2 rows x 6 x 2, legend
+
+
+def test_an_overlay_resolved_earlier_is_recorded_when_the_run_reuses_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A canary that finds the environment already resolved (an earlier, unrecorded run)
+    still writes its lock: the tests install the cells' environments from the locks."""
+    from sglang_shims.testing import wheels
+
+    folder = tmp_path / "cache" / "matrix" / "0.5.9-tf5.25.0"
+    folder.mkdir(parents=True)
+    (folder / "lock.txt").write_text("transformers==5.25.0\nkernels==0.19.1\n")
+    (folder / "relaxed.txt").write_text('cuda-tile; sys_platform == "never"\n')
+    (folder / ".complete").write_text("0.5.9")
+    monkeypatch.setattr(wheels, "cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr(run, "LOCKS", tmp_path / "locks")
+    assert run.overlay("0.5.9", tmp_path, "5.25.0") == folder
+    assert not (tmp_path / "locks").exists()  # not asked to record
+    run.overlay("0.5.9", tmp_path, "5.25.0", record=True)
+    lock = tmp_path / "locks" / "0.5.9-tf5.25.0.txt"
+    pins, relaxed, index = run.read_lock(lock)
+    assert pins == {"transformers": "5.25.0", "kernels": "0.19.1"} and index == []
+    assert relaxed == ['cuda-tile; sys_platform == "never"']
+
+
+def test_page_names_the_transformers_5_each_release_ran() -> None:
+    """A canary that reran only some releases on a new transformers 5: the column is the
+    newest one run, and a release still on an older one says which beside its name."""
+    data = _matrix()
+    data["releases"]["0.5.1"]["versions"]["transformers5"] = "5.24.0"
+    data["releases"]["0.5.2"] = copy.deepcopy(data["releases"]["0.5.1"])
+    data["releases"]["0.5.2"]["versions"]["transformers5"] = "5.25.0"
+    page = render.markdown(data)
+    assert "| tf 5.25.0, no kernel |" in page and "5.24.0, no kernel" not in page
+    assert "1 of 2 releases ran that column on an older 5.x" in page
+    assert "| 0.5.1 (tf 5.24.0) | " in page and "| 0.5.2 | " in page
+    assert ">0.5.1*</text>" in render.svg(data) and ">0.5.2</text>" in render.svg(data)
+    data["releases"]["0.5.1"]["versions"]["transformers5"] = "5.25.0"
+    assert "older 5.x" not in render.markdown(data) and "*" not in render.svg(data)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """docs/maintaining.md, run: "a new sglang came out", against a fabricated release.
 
-The release (sglang 0.5.24) is the real 0.5.23 wheel with its version changed and one line
-added to ``sglang/srt/entrypoints/engine.py`` (the "break"), served from a local folder
+The release (the micro release after the newest one the data knows) is the real 0.5.23
+wheel with its version changed and one line added to ``sglang/srt/entrypoints/engine.py``
+(the "break"), served from a local folder
 (``--index none --find-links``) with a private wheel cache, in a scratch copy of this
 checkout whose recorded index is cut to two real releases so that every wheel the loop
 reads is at hand.  The loop: the canary lists it, the refresh takes it into the release
@@ -24,14 +25,29 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
+from ..support.releases import RELEASES
 from ..support.run import REPO, clean_env
 
 pytestmark = pytest.mark.wheels
 
 REAL = ("0.5.16", "0.5.23")
-NEW = "0.5.24"
-BREAK = "# fabricated for the maintainers' walkthrough: 0.5.24 moved the hook\n"
+"""The real wheels the scratch copy keeps (any two releases with the hooks the loop reads)."""
+
+
+def _after(version: str) -> str:
+    major, minor, micro = Version(version).release[:3]
+    return f"{major}.{minor}.{micro + 1}"
+
+
+NEW = _after(max(RELEASES, key=Version))
+"""Past every release the data knows, so that it is new to the loop whatever the index
+has published since this was written."""
+TESTED = max(json.loads((REPO / "tools" / "matrix" / "compatibility.json").read_text(
+    encoding="utf-8"))["releases"], key=Version)
+"""The newest release the matrix ran, which doctor names beside an untested one."""
+BREAK = f"# fabricated for the maintainers' walkthrough: {NEW} moved the hook\n"
 PATCH_ID = "walkthrough-new-release"
 
 
@@ -94,7 +110,7 @@ def manifest() -> str:
 
         [[fingerprint]]
         module = "sglang.srt.entrypoints.engine"
-        anchors = ["0.5.24 moved the hook"]
+        anchors = ["{NEW} moved the hook"]
 
         [retire]
         when = "never: a walkthrough"
@@ -130,7 +146,7 @@ def test_a_new_sglang_release_goes_round_the_loop(tmp_path: Path) -> None:
     refresh("index", "releases", "kernel-symbols", "moe-fp8-opset", "release-index")
     assert "STALE" not in refresh("--check")
 
-    # 0. sglang 0.5.24 appears on the index
+    # 0. a new sglang appears on the index
     fabricate(real["0.5.23"], NEW, index)
 
     # 1. what is new
@@ -155,7 +171,7 @@ def test_a_new_sglang_release_goes_round_the_loop(tmp_path: Path) -> None:
          "print(tested.check_tested(Facts(env=env))[0].detail)"],
         cwd=repo, env=env, capture_output=True, text=True, check=True)
     assert doctor.stdout.startswith(f"sglang {NEW} is newer than the tested matrix (newest"
-                                    " tested: 0.5.23)")
+                                    f" tested: {TESTED})")
 
     # 3. the patch for the break, then the refresh indexes it and regenerates the catalog
     folder = repo / "patches" / PATCH_ID

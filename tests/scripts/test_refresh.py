@@ -131,3 +131,20 @@ def test_release_index_spans_round_trip() -> None:
     runs = release_index.spans(["0.2", "0.3", "0.5"], order)
     assert runs == [["0.2", "0.3"], ["0.5", "0.5"]]
     assert release_index.expand(runs, order) == {"0.2", "0.3", "0.5"}
+
+
+def test_canary_report_says_how_releases_were_chosen_and_which_ran() -> None:
+    """A spread is not every release, and a chosen release already on the new version is
+    not rerun: the report says both, so that "none broke" is read for what it covers."""
+    from tools.refresh import canary
+
+    ran = canary.Outcome("0.5.5", "transformers 5.25.0", "none", "shims", "pass (on 5.24.0)",
+                         "pass")
+    found = [canary.New("transformers", "5.25.0", "2026-12-01", "the matrix ran 5.24.0")]
+    text = canary.report(Context(date="2026-12-05"), found, [ran, ran], ["0.5.1", "0.5.5"],
+                         canary.how_chosen(None))
+    assert ("Releases chosen: 0.5.1, 0.5.5 (a spread: every fourth release, post releases"
+            " left out, and the newest;") in text
+    assert "Releases whose cells ran: 0.5.5 (a chosen release" in text
+    assert "(every release of the matrix)" in canary.report(
+        Context(), found, [], ["0.5.1"], canary.how_chosen("all"))

@@ -29,6 +29,8 @@ VARIABLE = "SGLANG_SHIMS_FETCH_LOG"
 
 
 def _append(entry: dict[str, Any]) -> None:
+    # the test (or the fixture set up for it) that asked: which tests still download
+    entry["test"] = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
     with Path(os.environ[VARIABLE]).open("a", encoding="utf-8") as log:
         log.write(json.dumps(entry) + "\n")
 
@@ -115,7 +117,15 @@ def summary(lines: list[dict[str, Any]]) -> dict[str, Any]:
     overlay_bytes = {p: _served_size(p) for p in packages}
     largest = [(s, f"{d}=={v}") for (d, v), s in wheels.items()]
     largest += [(s, p) for p, s in overlay_bytes.items()]
+    first: dict[tuple[str, str], str] = {}  # the test file that fetched each wheel first
+    for e in lines:
+        if e["kind"] == "wheel":
+            first.setdefault((e["dist"].lower(), e["version"]), e.get("test", "").split("::")[0])
+    by_file: dict[str, int] = {}
+    for key, where in first.items():
+        by_file[where] = by_file.get(where, 0) + wheels[key]
     return {"wheels": len(wheels), "wheel_bytes": sum(wheels.values()),
+            "by_file": sorted(((s, f or "?") for f, s in by_file.items()), reverse=True),
             "overlay_packages": len(packages), "overlay_bytes": sum(overlay_bytes.values()),
             "overlays": sorted(overlays), "disk_bytes": disk,
             "largest": sorted(largest, reverse=True)[:12]}
@@ -132,6 +142,9 @@ def main(argv: list[str]) -> int:
           f" {total / 1e6:.0f} MB; on disk once unpacked {found['disk_bytes'] / 1e9:.2f} GB")
     for size, what in found["largest"]:
         print(f"  {size / 1e6:8.1f} MB  {what}")
+    print("wheels by the test file that fetched them first:")
+    for size, where in found["by_file"]:
+        print(f"  {size / 1e6:8.1f} MB  {where}")
     return 0
 
 

@@ -89,3 +89,18 @@ def need(module: str) -> None:
         if os.environ.get("SGLANG_SHIMS_CI"):
             pytest.fail(message)
         pytest.skip(message)
+
+
+def imported_by_running(source: Path) -> list[str]:
+    """The modules that running ``source``'s text (as another module) adds to a bare
+    ``python -S -I`` that has imported ``os`` (as every start does), where ``typing`` and
+    ``collections.abc`` are not loaded yet: what a module that start-up or wake-up runs
+    costs beyond itself."""
+    program = ("import os, sys\nbefore = set(sys.modules)\n"
+               f"text = open({str(source)!r}, encoding='utf-8').read()\n"
+               "exec(compile(text, 'source', 'exec'), {'__name__': 'another_name'})\n"
+               "print(sorted(set(sys.modules) - before))\n")
+    out = subprocess.run([sys.executable, "-S", "-I", "-c", program], capture_output=True,
+                         text=True, check=True).stdout
+    added: list[str] = json.loads(out.replace("'", '"'))
+    return added

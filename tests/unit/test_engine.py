@@ -265,3 +265,51 @@ def test_refused_extra_folder_named_like_a_builtin_keeps_the_builtin(seam: Seam)
                if key != "alloc-conf-env-mirror" and "alloc-conf-env-mirror" in key]
     assert len(refused) == 1 and refused[0]["state"] == "failed"
     assert "refused" in refused[0]["reason"]
+
+
+def test_the_start_ups_own_warnings_are_logged_with_the_engines(seam: Seam) -> None:
+    """``announce(extra)``: what the start-up found (a bad variable, say) is logged with
+    the engine's own warnings, and kept among them."""
+    engine = seam.engine()
+    engine.announce(["SGLANG_SHIMS_X=1 is not a setting"])
+    assert "WARNING SGLANG_SHIMS_X=1 is not a setting" in logged(engine)
+    assert "SGLANG_SHIMS_X=1 is not a setting" in engine.warnings
+
+
+def test_the_summary_line_is_logged_once(seam: Seam) -> None:
+    engine = seam.engine()
+    engine.summarise()
+    engine.summarise()
+    assert sum(line.startswith("INFO ") and "[origin test, role" in line
+               for line in logged(engine)) == 1
+
+
+def test_strict_mode_stops_the_import_of_a_disabled_required_patch(seam: Seam) -> None:
+    demo(seam, policy="required")
+    engine = seam.engine({"SGLANG_SHIMS_STRICT": "1", "SGLANG_SHIMS_DISABLE": "demo-patch"})
+    with pytest.raises(ImportError, match="patch 'demo-patch' is disabled"):
+        seam.imported(engine, TARGET, BODY)
+
+
+def test_the_process_hears_of_each_decided_patch(seam: Seam) -> None:
+    """``on_change`` (the process's report writer) runs when a patch has been decided."""
+    demo(seam)
+    engine = seam.engine()
+    heard: list[str] = []
+    engine.on_change = lambda e: heard.append(e.records["demo-patch"].state)
+    seam.imported(engine, TARGET, BODY)
+    assert heard and heard[-1] == "applied"
+
+
+PROVIDE = '[[provide]]\nname = "added"\nexported_by = "x"\nremedy = "y"\n'
+
+
+def test_an_interrupted_patch_forgets_the_names_it_provided(seam: Seam) -> None:
+    """Ctrl-C in a patch with ``[[provide]]``: rolled back like a failure, its stand-in
+    names with it (status() lists no proxy of a failed patch)."""
+    demo(seam, "def apply(ctx):\n    raise KeyboardInterrupt\n", extra=PROVIDE)
+    engine = seam.engine()
+    with pytest.raises(KeyboardInterrupt):
+        seam.imported(engine, TARGET, BODY)
+    assert engine.proxies == {}
+    assert seam.status(engine, "demo-patch")["state"] == "failed"

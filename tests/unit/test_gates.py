@@ -23,6 +23,7 @@ from sglang_shims.engine.gates import (
 )
 
 from ..support.packages import manifest_text
+from ..support.run import imported_by_running
 
 
 @pytest.mark.parametrize(("version", "spec", "expected"), [
@@ -363,6 +364,22 @@ def test_finder_reader_prefix_and_compatible_clauses(version: str, spec: str,
 def test_finder_reader_refuses_segments_out_of_order(version: str) -> None:
     """PEP 440 orders the suffixes pre, post, dev; one out of order is not a version, and
     the finder's reader must say so rather than read a key from it."""
+    from sglang_shims import _versions
+
+    assert _versions.version_key(version) is None
+    assert _versions.spec_contains(">=0", version) is False
+
+
+def test_the_version_reader_imports_nothing_when_it_loads() -> None:
+    """The finder's reader runs at wake-up: its type-only imports stay behind
+    ``TYPE_CHECKING`` (``os`` and ``sys`` are loaded before any ``.pth``)."""
+    source = Path(__file__).resolve().parents[2] / "sglang_shims" / "_versions.py"
+    assert imported_by_running(source) == []
+
+
+@pytest.mark.parametrize("version", ["a1!1.0", "1a!1.0", "!1.0", "x!1.0"])
+def test_finder_reader_refuses_an_epoch_that_is_not_a_number(version: str) -> None:
+    """An epoch is digits only; anything else is not a version (and never an error)."""
     from sglang_shims import _versions
 
     assert _versions.version_key(version) is None

@@ -14,7 +14,7 @@ import pytest
 from sglang_shims.engine.judge import PROXY_MARK, exported
 from sglang_shims.engine.proxy import OptionalSymbol
 
-from ..support.packages import write_package
+from ..support.packages import manifest_text, write_package
 
 
 def test_live_module_answers() -> None:
@@ -94,3 +94,21 @@ def test_a_module_still_being_imported_is_not_asked(monkeypatch: pytest.MonkeyPa
     module.__spec__ = types.SimpleNamespace(_initializing=True)  # type: ignore[assignment]
     monkeypatch.setitem(sys.modules, "judge_half_xyz", module)
     assert exported("judge_half_xyz:later") == (None, "cannot read the source of judge_half_xyz")
+
+
+def test_retired_says_each_exported_name_it_looked_for() -> None:
+    """A retire rule's report line per ``exported`` name, hit or not, then per dist."""
+    from sglang_shims.catalog.manifest import load_text
+    from sglang_shims.engine.gates import Environment
+    from sglang_shims.engine.judge import retired
+
+    live = types.ModuleType("livemod")
+    live.there = 1
+    retire = 'exported = ["livemod:there", "livemod:missing"]\ninstalled = ["no-such-dist-xyz"]'
+    provide = '[[provide]]\nname = "f"\nexported_by = "x"\nremedy = "y"\n'
+    manifest = load_text(manifest_text("demo-patch", "livemod", retire=retire, extra=provide),
+                         "test")
+    env = Environment(versions={}, capabilities=[], hermetic=True)
+    assert retired(manifest, env, live) == (True, [
+        "livemod exports there", "livemod does not export missing",
+        "no-such-dist-xyz not installed"])

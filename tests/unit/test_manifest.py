@@ -181,3 +181,22 @@ def test_any_gate_table_fails_cleanly(table: dict[str, str]) -> None:
         assert str(exc).startswith("gates: gate ")
     else:
         assert len(gates) == len(table)
+
+
+def test_codegen_check_and_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m sglang_shims.catalog.codegen``: ``--check`` names each stale file and
+    fails, ``--write`` writes them and says which; with no catalog given, ``stale()`` reads
+    the built-in one, whose files are current."""
+    assert _index.stale() == []
+    assert _index.main(["--check"]) == 0
+    generated = tmp_path / "pkg" / "gen" / "table.py"
+    monkeypatch.setattr(_index, "PACKAGE", tmp_path / "pkg")
+    monkeypatch.setattr(_index, "expected", lambda catalog: {generated: "TABLE = ()\n"})
+    capsys.readouterr()
+    assert _index.main(["--check"]) == 1
+    assert capsys.readouterr().err == f"stale: {Path('pkg', 'gen', 'table.py')}\n"
+    assert _index.main(["--write"]) == 0
+    assert capsys.readouterr().out == f"wrote {Path('pkg', 'gen', 'table.py')}\n"
+    assert generated.read_text(encoding="utf-8") == "TABLE = ()\n"
+    assert _index.main(["--check"]) == 0

@@ -119,3 +119,9 @@ def test_taplo_validates_the_patches_against_it() -> None:
     (rule,) = config["rule"]
     assert rule["include"] == ["patches/*/manifest.toml"]
     assert REPO / rule["schema"]["path"] == FILE
+
+
+def test_a_value_that_is_not_a_table_is_named_by_its_table() -> None:
+    target = fields.Table("target", "What the patch wraps.", ())
+    with pytest.raises(fields.TableError, match=r"^demo: target must be a table$"):
+        fields.read(target, ["not", "a", "table"], "demo")

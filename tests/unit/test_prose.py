@@ -80,3 +80,10 @@ def test_explain_shows_the_readme(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     data = json.loads(capsys.readouterr().out)
     assert (data["changes"], data["range"]) == ("Wraps `f` in pkg.mod.\n\nNothing else.",
                                                 "Read from the wheels.")
+
+
+def test_text_before_any_heading_and_after_a_title_belongs_to_no_section() -> None:
+    assert prose.sections("Words first.\n## What it changes\nWraps f.\n") == {
+        "changes": "Wraps f."}
+    assert prose.sections("## What it changes\nWraps f.\n# Another title\nNot ours.\n") == {
+        "changes": "Wraps f."}

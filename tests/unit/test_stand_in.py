@@ -13,7 +13,7 @@ import pytest
 
 from sglang_shims.testing.inprocess import code_module
 
-from ..support.engine import Seam
+from ..support.engine import Seam, logged
 
 PATCH = "stand-in-demo"
 
@@ -25,12 +25,16 @@ calls = 0
 def unusable(ctx):
     if os.environ.get("DEMO_UNUSABLE") == "raise":
         raise RuntimeError("probe broke")
+    if os.environ.get("DEMO_UNUSABLE") == "interrupt":
+        raise KeyboardInterrupt
     return os.environ.get("DEMO_UNUSABLE") or None
 
 def provide(ctx):
     global calls
     if os.environ.get("DEMO_PROVIDE") == "raise":
         raise RuntimeError("cannot build")
+    if os.environ.get("DEMO_PROVIDE") == "interrupt":
+        raise KeyboardInterrupt
     calls += 1
     ctx.module.VALUE = 42
     ctx.module.CAUSE = ctx.cause  # why the real module cannot serve, for the stand-in's errors
@@ -143,3 +147,48 @@ def test_revert_undoes_a_stand_in(seam: Seam, monkeypatch: pytest.MonkeyPatch) -
     before = seam.imported(engine, "sitarget").VALUE
     errors = engine.revert()
     assert [before, errors, seam.status(engine, PATCH)["state"]] == [42, [], "reverted"]
+
+
+@pytest.mark.parametrize(("setting", "during"), [
+    ("DEMO_UNUSABLE", "deciding whether sitarget can serve"),
+    ("DEMO_PROVIDE", "standing in for sitarget")])
+def test_ctrl_c_in_the_patch_is_recorded_and_passed_on(seam: Seam,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      setting: str, during: str) -> None:
+    """Ctrl-C while ``unusable()`` or ``provide()`` runs stops the import (the program was
+    asked to stop), and the record says which patch was running, and where."""
+    seam.patch(PATCH, "sitarget", CODE, when="instead")
+    monkeypatch.setenv("DEMO_UNUSABLE", "no code for this GPU")
+    monkeypatch.setenv(setting, "interrupt")
+    engine = seam.engine()
+    with pytest.raises(KeyboardInterrupt):
+        seam.imported(engine, "sitarget")
+    entry = seam.status(engine, PATCH)
+    assert entry["state"] == "failed"
+    assert entry["reason"].startswith(f"interrupted by KeyboardInterrupt while {during} (")
+    assert not entry["reason"].endswith("rolled back")
+
+
+def test_a_failed_import_leaves_nothing_of_its_own_in_the_stand_in(seam: Seam) -> None:
+    """The real body bound names and imported a submodule before it raised: the stand-in
+    starts from a clean module, and the half-imported submodule is dropped too."""
+    seam.patch(PATCH, "sitarget", CODE, when="instead")
+    engine = seam.engine()
+    sys.modules["sitarget.half"] = sys.modules[__name__]  # what the failed body imported
+    stand_in = seam.imported(engine, "sitarget",
+                             'PARTIAL = 1\nraise ImportError("libfoo.so: cannot open")\n')
+    assert stand_in.VALUE == 42 and not hasattr(stand_in, "PARTIAL")
+    assert "sitarget.half" not in sys.modules
+
+
+def test_a_failing_provide_logs_its_traceback_at_debug(seam: Seam,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    seam.patch(PATCH, "sitarget", CODE, when="instead")
+    monkeypatch.setenv("DEMO_UNUSABLE", "no code for this GPU")
+    monkeypatch.setenv("DEMO_PROVIDE", "raise")
+    engine = seam.engine()
+    with pytest.raises(ImportError):
+        seam.imported(engine, "sitarget")
+    (line,) = [line for line in logged(engine) if f"{PATCH} failed:" in line]
+    assert line.startswith(f"DEBUG {PATCH} failed:")
+    assert "Traceback (most recent call last)" in line and "RuntimeError: cannot build" in line

@@ -11,11 +11,12 @@ generated ``.pth``, is held by ``tests/process/test_start_up.py``.
 from __future__ import annotations
 
 import ast
+import importlib.machinery
 import importlib.util
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 from hypothesis import given
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 from sglang_shims import _bootstrap
 from sglang_shims.catalog import load as _catalog
 
-from ..support.run import REPO
+from ..support.run import REPO, imported_by_running
 
 SOURCE = REPO / "sglang_shims" / "_activation" / "_sglang_shims_start.py"
 
@@ -190,3 +191,62 @@ def test_a_loaded_bootstrap_is_used_as_it_is() -> None:
     """Where the launcher's sitecustomize or install() loaded the bootstrap first, waking
     uses that module, not a second copy."""
     assert START.load_bootstrap([]) is _bootstrap
+
+
+def test_loading_it_imports_no_module_at_all() -> None:
+    """Its type-only imports stay behind ``TYPE_CHECKING``."""
+    assert imported_by_running(SOURCE) == []
+
+
+class FakeBootstrap:
+    """What :func:`wake` asks of ``sglang_shims._bootstrap``: ``activate()``, then the
+    finder it put first (``BOOT.watcher``)."""
+
+    def __init__(self, watcher: object) -> None:
+        self.calls: list[str] = []
+        self.BOOT = SimpleNamespace(watcher=watcher)
+
+    def activate(self, origin: str) -> None:
+        self.calls.append(origin)
+
+
+def test_it_wakes_once_and_the_bootstrap_finder_answers_that_import(
+        meta_path: list[object], monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    spec = object()
+    watcher = SimpleNamespace(find_spec=lambda name, path, target: asked.append(name) or spec)
+    fake = FakeBootstrap(watcher)
+    monkeypatch.setattr(START, "load_bootstrap", lambda site_path, stage: fake)
+    stage = START.first_stage("roots", [], "pth")
+    meta_path.insert(0, watcher)  # where activate() puts it
+    root = START.ROOTS[0]
+    assert stage.find_spec(root, None, None) is spec
+    assert stage.find_spec(root, None, None) is None  # inert once woken
+    assert (fake.calls, asked, stage.woke) == (["pth"], [root], True)
+
+
+def test_a_bootstrap_finder_not_on_meta_path_answers_nothing(
+        meta_path: list[object], monkeypatch: pytest.MonkeyPatch) -> None:
+    watcher = SimpleNamespace(find_spec=lambda name, path, target: object())
+    monkeypatch.setattr(START, "load_bootstrap", lambda site_path, stage: FakeBootstrap(watcher))
+    assert START.first_stage("roots", [], "pth").find_spec(START.ROOTS[0], None, None) is None
+
+
+def test_the_package_comes_from_the_first_finder_that_has_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not on ``site``'s path (an editable install): the first finder after the stage that
+    finds the package is the one used, later finders are not asked."""
+    real = importlib.machinery.PathFinder.find_spec("sglang_shims", [str(REPO)])
+    later: list[str] = []
+    first = SimpleNamespace(find_spec=lambda name, path: real)
+    second = SimpleNamespace(find_spec=lambda name, path: later.append(name))
+    monkeypatch.delitem(sys.modules, "sglang_shims._bootstrap")
+    monkeypatch.delitem(sys.modules, "sglang_shims")
+    stage = START.first_stage("roots", [str(tmp_path)], "pth")
+    monkeypatch.setattr(sys, "meta_path", [stage, first, second])
+    try:
+        loaded = START.load_bootstrap([str(tmp_path)], stage)
+    finally:
+        monkeypatch.undo()
+    assert later == []
+    assert Path(loaded.__file__) == REPO / "sglang_shims" / "_bootstrap.py"

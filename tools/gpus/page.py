@@ -45,15 +45,30 @@ PAGE = "docs/gpus.md"
 DOCTOR = "sglang_shims/cli/doctor/gpus.json"
 """Paths from the repository's root (the refresh's ``Context.root``)."""
 
-#: The kernel releases read by ``images``: the last with sm_75, the first without it, the
-#: last and first around the PyPI builds' sm_100a/sm_120a (0.3.9), the last sgl-kernel, the
-#: first sglang-kernel, the first CUDA 13 default build, and the newest ones.
-KERNEL_RELEASES = (
+#: The kernel releases read by ``images`` besides the newest of each distribution: the last
+#: with sm_75, the first without it, the last and first around the PyPI builds'
+#: sm_100a/sm_120a (0.3.9), the first sglang-kernel, the first CUDA 13 default build, and
+#: the newest when this was written.
+BOUNDARIES = (
     ("sgl-kernel", "0.3.5"), ("sgl-kernel", "0.3.6.post1"), ("sgl-kernel", "0.3.8"),
-    ("sgl-kernel", "0.3.9"), ("sgl-kernel", "0.3.21"), ("sglang-kernel", "0.4.0"),
+    ("sgl-kernel", "0.3.9"), ("sglang-kernel", "0.4.0"),
     ("sglang-kernel", "0.4.2"), ("sglang-kernel", "0.4.6.post1"), ("sglang-kernel", "0.4.7"),
-    ("sglang-kernel", "0.4.8"), ("sglang-kernel", "0.4.9"), ("sglang-kernel", "0.4.10"),
+    ("sglang-kernel", "0.4.8"), ("sglang-kernel", "0.4.9"),
 )
+
+
+def kernel_releases(root: Path = REPO) -> tuple[tuple[str, str], ...]:
+    """:data:`BOUNDARIES` and the newest release of each kernel distribution in the
+    refresh's snapshot of the index (the last sgl-kernel, the newest sglang-kernel), so
+    that the next refresh reads a new kernel without an edit here."""
+    from packaging.version import Version
+
+    from tools.refresh import snapshot
+
+    path = root / "tools" / "refresh" / "data" / "index.json"
+    newest = [(dist, v) for dist in ("sgl-kernel", "sglang-kernel")
+              for v in [snapshot.newest_final(dist, path)] if v]
+    return tuple(sorted(set(BOUNDARIES) | set(newest), key=lambda r: Version(r[1])))
 
 
 # ------------------------------------------------------------------ reading the wheels
@@ -78,9 +93,10 @@ def read_wheel(dist: str, version: str) -> dict[str, Any]:
     return out
 
 
-def images_text(releases: tuple[tuple[str, str], ...] = KERNEL_RELEASES) -> str:
+def images_text(releases: tuple[tuple[str, str], ...] | None = None) -> str:
     """``docs/gpus/kernel-images.json`` read afresh from the kernel wheels."""
-    found = {f"{dist} {version}": read_wheel(dist, version) for dist, version in releases}
+    found = {f"{dist} {version}": read_wheel(dist, version)
+             for dist, version in releases or kernel_releases()}
     return json.dumps({"releases": found}, indent=1, sort_keys=True) + "\n"
 
 

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from sglang_shims.cli.doctor.checks.tested import tidy
 from tests.support.run import REPO
 
@@ -75,6 +77,22 @@ def _kept(entry: dict[str, Any]) -> str:
     return f" (stock cells of {', '.join(kept)})" if kept else ""
 
 
+def ran_transformers5(releases: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """The newest transformers 5 any release's newest-5 column ran, and the releases that
+    ran theirs on an older one (a canary that covered only some of them since a new 5.x
+    came out), each with the one it ran: the page says which, never one version for all."""
+    ran = {r: str(e.get("versions", {}).get("transformers5", "")) for r, e in releases.items()}
+
+    def key(text: str) -> Version:
+        try:
+            return Version(text)
+        except InvalidVersion:
+            return Version("0")
+
+    newest = max(ran.values(), key=key, default="")
+    return newest, {r: v for r, v in ran.items() if v != newest}
+
+
 def _replaced(override: str) -> str:
     """An override as the page says it: a requirement, or a package the run left out."""
     name, _, marker = override.partition(";")
@@ -91,7 +109,10 @@ def markdown(data: dict[str, Any]) -> str:
     releases = data["releases"]
     index = data.get("index", {})
     everything = index.get("releases", list(releases))
-    tf5 = index.get("transformers5", "5")
+    tf5, older = ran_transformers5(releases)
+    tf5 = tf5 or index.get("transformers5", "5")
+    behind = (f"; {len(older)} of {len(releases)} releases ran that column on an older 5.x,"
+              " named beside the release" if older else "")
     lines = [
         "# Compatibility matrix: every sglang release on today's stack",
         "",
@@ -109,9 +130,9 @@ def markdown(data: dict[str, Any]) -> str:
         " steps through sglang's own model classes, KV pools and torch-native attention, and"
         " their greedy tokens are compared with transformers' `generate()`.",
         "",
-        f"Columns: the transformers the release pins, then the newest transformers 5 ({tf5});"
-        " the kernel: none installed, a stand-in (export surface, no code) of the kernel the"
-        " release pins, a stand-in of the newest kernel with known exports. Each cell is"
+        f"Columns: the transformers the release pins, then the newest transformers 5 ({tf5}"
+        f"{behind}); the kernel: none installed, a stand-in (export surface, no code) of the"
+        " kernel the release pins, a stand-in of the newest kernel with known exports. Each cell is"
         " **stock → with the shims** (`SGLANG_SHIMS=0`, then active).",
         "",
         f"{MARK[PASS]} passes; {MARK[PARTIAL]} the graph imports but the model check could"
@@ -125,7 +146,7 @@ def markdown(data: dict[str, Any]) -> str:
     ]
     missing = [r for r in everything if r not in releases]
     for release, entry in releases.items():
-        row = [f"{release}"]
+        row = [f"{release} (tf {older[release]})" if release in older else release]
         acted: set[str] = set()
         for tf, kernel in SITUATIONS:
             stock, shims = (cell_of(entry, tf, kernel, m) for m in ("stock", "shims"))
@@ -326,7 +347,8 @@ def svg(data: dict[str, Any]) -> str:
     size, gap, left, top = 16, 4, 86, 96
     col = 2 * size + 12
     width = max(left + len(SITUATIONS) * col + 80, 440)  # room for the slanted labels
-    height = top + len(releases) * (size + gap) + 60
+    _, older = ran_transformers5(data["releases"])
+    height = top + len(releases) * (size + gap) + (78 if older else 60)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}"'
            f' font-family="Helvetica,Arial,sans-serif" font-size="11">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
@@ -338,7 +360,8 @@ def svg(data: dict[str, Any]) -> str:
                    f'{"tf pin" if tf == "pinned" else "tf 5"}, {kernel}</text>')
     for r, release in enumerate(releases):
         y = top + r * (size + gap)
-        out.append(f'<text x="8" y="{y + size - 4}">{html.escape(release)}</text>')
+        out.append(f'<text x="8" y="{y + size - 4}">{html.escape(release)}'
+                   f'{"*" if release in older else ""}</text>')
         entry = data["releases"].get(release)
         for i, (tf, kernel) in enumerate(SITUATIONS):
             for m, mode in enumerate(("stock", "shims")):
@@ -354,6 +377,9 @@ def svg(data: dict[str, Any]) -> str:
                    f'<text x="{x + 16}" y="{y + 10}">{v}</text>')
     out.append(f'<text x="8" y="{y + 32}">left square of each pair: stock (SGLANG_SHIMS=0);'
                ' right: with the shims</text>')
+    if older:
+        out.append(f'<text x="8" y="{y + 50}">*: its tf 5 column ran an older transformers 5'
+                   ' (the page names it)</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

@@ -253,22 +253,24 @@ def overlay(release: str, root: Path, transformers: str | None,
     name = f"{tag}-lock{hashlib.sha256(lock.read_bytes()).hexdigest()[:8]}" if locked else tag
     dest = wheels.cache_dir() / "matrix" / name
     if (dest / ".complete").exists():
+        if record and not locked and not lock.is_file():  # resolved before, never recorded
+            _record(lock, release, transformers, upgrades, dest)
         return dest
     work = dest.with_name(dest.name + f".tmp{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     here = _installed()
+    cap = None
     if locked:
         wanted, relaxed, index = read_lock(lock)
         _install(work, index, here, wanted)
     else:
         cap = None if transformers or "transformers" in pins(root) else uploaded(release)
         relaxed, index = _resolve(work, root, here, transformers, upgrades, cap)
-        if record:
-            LOCKS.mkdir(exist_ok=True)
-            lock.write_text(render_lock(release, transformers, upgrades, work / "lock.txt",
-                                        relaxed, index, cap), encoding="utf-8")
     (work / "relaxed.txt").write_text("".join(f"{r}\n" for r in relaxed), encoding="utf-8")
+    (work / "index.txt").write_text("".join(f"{i}\n" for i in index), encoding="utf-8")
+    if record and not locked:
+        _record(lock, release, transformers, upgrades, work, cap)
     (work / ".complete").write_text(release, encoding="utf-8")
     shutil.rmtree(dest, ignore_errors=True)
     work.rename(dest)
@@ -325,6 +327,22 @@ def _resolve(work: Path, root: Path, here: dict[str, str], transformers: str | N
             relaxed += more
 
 
+def _record(lock: Path, release: str, transformers: str | None,
+            upgrades: tuple[tuple[str, str], ...], folder: Path, cap: str | None = None) -> None:
+    """Write the lock of an overlay ``folder`` resolved from the index (a folder resolved by
+    an earlier run is recorded as it is: its cells ran on it), dated when it was resolved."""
+    def lines(name: str) -> list[str]:
+        path = folder / name  # index.txt is missing from folders resolved before it was kept
+        return [x for x in path.read_text(encoding="utf-8").splitlines() if x] \
+            if path.is_file() else []
+
+    resolved = folder / "lock.txt"
+    when = datetime.date.fromtimestamp(resolved.stat().st_mtime).isoformat()
+    LOCKS.mkdir(exist_ok=True)
+    lock.write_text(render_lock(release, transformers, upgrades, resolved, lines("relaxed.txt"),
+                                lines("index.txt"), when, cap), encoding="utf-8")
+
+
 def lock_pins(path: Path) -> dict[str, str]:
     """{name: version} of every ``name==version`` line of a lock (uv's or ours)."""
     wanted: dict[str, str] = {}
@@ -342,13 +360,14 @@ def _day_after(day: str) -> str:
 
 def render_lock(release: str, transformers: str | None, upgrades: tuple[tuple[str, str], ...],
                 resolved: Path, relaxed: list[str], index: list[str],
-                cap: str | None = None) -> str:
+                on: str | None = None, cap: str | None = None) -> str:
     """The recorded lock: a header saying what it is, then one pin per line."""
     what = f"transformers {transformers}" if transformers else "its own pins"
     what += f" (no transformers pin: the newest on {cap})" if cap else ""
     what += "".join(f", {d} {v}" for d, v in upgrades)
     lines = [f"# sglang {release} on {what}: resolved by tools/matrix/run.py on"
-             f" {datetime.date.today().isoformat()} (torch, torchvision, triton: the run's)"]
+             f" {on or datetime.date.today().isoformat()} (torch, torchvision, triton: the"
+             " run's)"]
     lines += [f"# relaxed: {r}" for r in relaxed]
     lines += [f"# index: {i}" for i in index if not i.startswith("--")]
     pins = lock_pins(resolved)

@@ -250,14 +250,28 @@ def chosen_releases(matrix: dict[str, Any], releases: str | None) -> list[str]:
     return run.spread(known)
 
 
+def how_chosen(releases: str | None) -> str:
+    """The report's words for ``--releases``: a reader must know a spread from all."""
+    if releases == "all":
+        return "every release of the matrix"
+    if releases:
+        return "named on the command line"
+    return ("a spread: every fourth release, post releases left out, and the newest;"
+            " `--releases all` runs every one")
+
+
 def report(context: Context, found: list[New], outcomes: list[Outcome],
-           chosen: list[str]) -> str:
+           chosen: list[str], how: str = "") -> str:
     lines = [f"# Canary {context.date}", "",
              "<!-- written by `python -m tools.refresh --new`; what the index had that the"
              " data did not cover, and what it did to the matrix cells -->", "",
              f"Index: {context.index}"
              + (f" (and {', '.join(map(str, context.find_links))})" if context.find_links
-                else "") + f". Releases whose cells ran: {', '.join(chosen) or 'none'}.", "",
+                else "") + f". Releases chosen: {', '.join(chosen) or 'none'}"
+             + (f" ({how})" if how and chosen else "") + ". Releases whose cells ran: "
+             + (", ".join(dict.fromkeys(o.release for o in outcomes)) or "none")
+             + (" (a chosen release whose cells already ran on the new version is not"
+                " rerun)" if chosen else "") + ".", "",
              "## New on the index", "",
              "| project | version | uploaded | the data covered | what the canary did |",
              "|---|---|---|---|---|"]
@@ -275,11 +289,13 @@ def report(context: Context, found: list[New], outcomes: list[Outcome],
               "| sglang | environment | kernel | mode | before | now | first error | module |"
               " resembles |", "|---|---|---|---|---|---|---|---|---|"]
     for o in outcomes:
-        module, error = _first(o.cell) if o.now != "pass" else ("", "")
+        module, error = _first(o.cell) if o.now == "fail" else ("", "")
+        if o.now not in ("pass", "fail"):  # not run: the reason, nothing to classify
+            module, error = "-", _first(o.cell)[1]
         text = error[:160].replace("|", "\\|").replace("\n", " ")
         lines.append(f"| {o.release} | {o.environment} | {o.kernel} | {o.mode} | {o.before}"
                      f" | {o.now} | {text} | {module} |"
-                     f" {resembles(error) if error else ''} |")
+                     f" {resembles(error) if error and o.now == 'fail' else ''} |")
     relaxed = sorted({r for o in outcomes for r in o.relaxed})
     if relaxed:
         lines += ["", "Pins replaced: " + ", ".join(f"`{r}`" for r in relaxed)]
@@ -324,7 +340,7 @@ def main(context: Context, releases: str | None = None, cells: bool = True,
     folder_out = report_dir or REPORTS
     folder_out.mkdir(parents=True, exist_ok=True)
     path = folder_out / f"{context.date}.md"
-    text = report(context, found, outcomes, chosen)
+    text = report(context, found, outcomes, chosen, how_chosen(releases))
     if path.exists():  # a second run the same day (the first stopped midway): one report
         text = path.read_text(encoding="utf-8") + "\n" + text.replace(
             f"# Canary {context.date}", f"# Canary {context.date}, continued", 1)
@@ -354,7 +370,7 @@ def _stamp_matrix(context: Context) -> None:
     """The matrix data changed: its provenance and its page follow."""
     from tools.refresh.registry import by_name
 
-    for generator in by_name(["compatibility", "compatibility-page"]):
+    for generator in by_name(["compatibility", "compatibility-runtime", "compatibility-page"]):
         if generator.kind == "derived":
             generator.regenerate(context)
         else:

@@ -222,8 +222,8 @@ def write_matrix(context: Context) -> None:
 
 # -- the mutation pass -------------------------------------------------------------------
 
-MUTATION_SOURCE = ("tools/mutation/run.py over a scratch checkout of HEAD (every 10th"
-                   " mutant); docs/mutation.md shows its table")
+MUTATION_SOURCE = ("tools/mutation/run.py over a scratch checkout of HEAD (every module,"
+                   " each sampled as config.toml says); docs/mutation.md shows its table")
 
 
 def _mutation_table(context: Context) -> list[str]:

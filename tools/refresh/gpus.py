@@ -64,7 +64,7 @@ def write_page(context: Context) -> None:
 def check_images(context: Context) -> list[str]:
     from tools.gpus import page
 
-    wanted = [f"{dist} {version}" for dist, version in page.KERNEL_RELEASES]
+    wanted = [f"{dist} {version}" for dist, version in page.kernel_releases(context.root)]
     found = _json(context, IMAGES)["releases"]
     out = [f"{IMAGES}: {name} is not read" for name in wanted if name not in found]
     out += [f"{IMAGES}: {name} has no common_ops library" for name, rel in found.items()
@@ -73,17 +73,18 @@ def check_images(context: Context) -> list[str]:
 
 
 def stale_images(context: Context) -> list[str]:
-    """Kernel releases on the index newer than every one the page reads."""
+    """Kernel releases on the index newer than every one the page read (the snapshot's
+    newest is read by the next ``kernel-images`` run; until then the page is behind)."""
     from packaging.version import Version
-
-    from tools.gpus import page
 
     from . import snapshot
     from .fetched import SNAPSHOT
 
-    newest = max(Version(v) for _dist, v in page.KERNEL_RELEASES)
+    read = _json(context, IMAGES)["releases"]
+    newest = max(Version(name.split()[1]) for name in read)
     listed = snapshot.load(context.root / SNAPSHOT)["projects"]
-    return [f"{dist} {v} is on the index, not read for docs/gpus.md (KERNEL_RELEASES)"
+    return [f"{dist} {v} is on the index, not read for docs/gpus.md (python -m tools.refresh"
+            " kernel-images)"
             for dist in ("sgl-kernel", "sglang-kernel")
             for v, e in listed.get(dist, {}).items()
             if e["wheel"] and Version(v) > newest and not Version(v).is_prerelease]

@@ -98,7 +98,7 @@ GENERATORS: tuple[Generator, ...] = (
     Generator("mutation", "measured", _fixed(fetched.MUTATION), fetched.MUTATION_SOURCE, 1,
               fetched.check_mutation, fetched.write_mutation),
     Generator("kernel-images", "fetched", _fixed(gpus.IMAGES), gpus.IMAGES_SOURCE, 1,
-              gpus.check_images, gpus.write_images, gpus.stale_images),
+              gpus.check_images, gpus.write_images),
     Generator("sglang-sm120-attention", "fetched", _fixed(gpus.ATTENTION),
               gpus.ATTENTION_SOURCE, 1, gpus.check_attention, gpus.write_attention),
     Generator("gpu-compile", "measured", _fixed(gpus.COMPILE), gpus.COMPILE_SOURCE, 1,

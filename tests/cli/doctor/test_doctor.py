@@ -350,6 +350,19 @@ def test_elf_reader_rejects_other_files(tmp_path: Path) -> None:
             inspect_library(tmp_path / name)
 
 
+def test_elf_reader_follows_extended_numbering(tmp_path: Path) -> None:
+    """``e_shnum == 0`` and ``e_shstrndx == 0xFFFF``: the count and the names' index are in
+    section 0's ``sh_size`` and ``sh_link`` (files with 65,280 sections or more)."""
+    data = bytearray(make_elf([(".dynstr", 3, b"\0", 0)]))
+    shoff, count = struct.unpack_from("<Q", data, 0x28)[0], struct.unpack_from("<H", data, 0x3C)[0]
+    struct.pack_into("<HH", data, 0x3C, 0, 0xFFFF)
+    struct.pack_into("<Q", data, shoff + 32, count)  # section 0's sh_size
+    struct.pack_into("<I", data, shoff + 40, 1)  # section 0's sh_link: .shstrtab
+    (tmp_path / "many.so").write_bytes(data)
+    with (tmp_path / "many.so").open("rb") as f:
+        assert [s.name for s in elf.elf_sections(f)] == ["", ".shstrtab", ".dynstr"]
+
+
 def nvcc_path() -> str | None:
     found = shutil.which("nvcc")
     if found:
@@ -609,6 +622,7 @@ def test_pinned_but_missing_warns() -> None:
                for d in missing)
 
 
+@pytest.mark.wheels
 def test_pins_in_real_sglang_wheels() -> None:
     """Every cached sglang wheel from 0.4.6 on pins torch and a kernel, under some extra."""
     from sglang_shims.testing import wheels
@@ -628,6 +642,7 @@ def test_pins_in_real_sglang_wheels() -> None:
     assert checked == 6
 
 
+@pytest.mark.wheels
 def test_kernel_table_agrees_with_every_cached_sglang_release() -> None:
     """sglang pins a kernel and a torch together; the table must call that pair ok."""
     from sglang_shims.testing import wheels

@@ -10,6 +10,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -251,3 +252,99 @@ def test_a_missing_kernel_alone_is_remedied_once(monkeypatch: pytest.MonkeyPatch
     [pin] = [f for f in by_check(found, "sglang-pin") if f.level != Level.OK]
     assert pin.detail == "sglang 0.5.16 requires sglang-kernel==0.4.5; it is not installed"
     assert pin.remedy == "the same as for sgl-kernel-not-installed above"
+
+
+def test_diagnose_probes_and_uses_torch_unless_told_not_to(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default the import probe runs and GPU detection may import torch."""
+    asked: list[tuple[str, bool]] = []
+
+    def gather(env: object, *, use_torch: bool) -> object:
+        asked.append(("use_torch", use_torch))
+        return SimpleNamespace(problems=[])
+
+    def ordered(probe_import: bool, announce: object) -> list[object]:
+        asked.append(("probe_import", probe_import))
+        return []
+
+    monkeypatch.setattr(doctor, "gather", gather)
+    monkeypatch.setattr(doctor.checks, "ordered", ordered)
+    assert diagnose() == []
+    diagnose(use_torch=False, probe_import=False)
+    assert asked == [("use_torch", True), ("probe_import", True),
+                     ("use_torch", False), ("probe_import", False)]
+
+
+def test_the_gpu_line_ends_with_the_driver_and_its_cuda() -> None:
+    from sglang_shims.cli.doctor.checks.gpu import check_gpus
+
+    f = facts({}, caps=[(9, 0)], driver_version="570.86", driver_cuda=12080,
+              gpu_names=["NVIDIA H100"])
+    (line,) = check_gpus(f)
+    assert line.detail.startswith("GPU0 NVIDIA H100 ")
+    assert line.detail.endswith("; driver 570.86, CUDA 12.8")
+    assert check_gpus(facts({}, caps=[(9, 0)], driver_cuda=12080))[0].detail.endswith(
+        "; driver ?, CUDA 12.8")
+    assert "driver" not in check_gpus(facts({}, caps=[(9, 0)]))[0].detail
+
+
+@pytest.mark.parametrize("origin", ["pth", "launch", None])
+def test_this_interpreter_is_hooked_when_something_activated_it(
+        origin: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sglang_shims import _bootstrap
+    from sglang_shims.cli.doctor.checks import hook
+
+    monkeypatch.setattr(_bootstrap, "active", lambda: origin)
+    state = hook.this_interpreter()
+    assert (state.active, state.origin) == (origin is not None, origin)
+
+
+def test_the_hook_check_asks_a_child_with_this_process_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no environment given, the child interpreter is started with this one's."""
+    from sglang_shims.cli.doctor.checks import hook
+
+    given: list[object] = []
+    monkeypatch.setattr(hook, "child_interpreter",
+                        lambda environ: given.append(environ) or "not started in this test")
+    found = hook.check_hook(Facts(env=Environment(versions={}, capabilities=[])))
+    assert given == [dict(os.environ)]
+    assert [f.check for f in found] == ["hook", "hook-child"]
+
+
+def test_torch_that_sees_no_gpu_on_a_machine_with_gpus_warns() -> None:
+    from sglang_shims.cli.doctor.checks.installed import check_versions
+
+    f = facts({"torch": "2.8.0"}, caps=[(9, 0)], torch_build="cuda", torch_cuda="12.8",
+              torch_sees_gpu=False)
+    (torch,) = by_check(check_versions(f), "torch")
+    assert torch.level == Level.WARN
+    assert torch.detail.startswith("torch 2.8.0 (CUDA 12.8): torch.cuda.is_available() is False")
+    assert torch.remedy == "check CUDA_VISIBLE_DEVICES and that the driver matches torch's CUDA"
+
+
+def test_a_kernel_distribution_without_its_package_warns() -> None:
+    """``sgl-kernel`` installed (this interpreter's metadata says so) but no ``sgl_kernel``
+    folder found: the arch check says so instead of judging nothing."""
+    from sglang_shims.cli.doctor.checks.arch import check_arch
+
+    f = Facts(env=Environment(versions={"sgl-kernel": "0.3.18"}, capabilities=[]))
+    (found,) = check_arch(f)
+    assert (found.check, found.level) == ("sgl-kernel-arch", Level.WARN)
+    assert "no sgl_kernel package was found on sys.path" in found.detail
+    assert check_arch(facts({"sgl-kernel": "0.3.18"})) == []  # hermetic: nothing to look at
+
+
+@pytest.mark.parametrize(("probe_import", "hermetic", "starts_a_child"),
+                         [(True, False, True), (True, True, False), (False, False, False)])
+def test_the_import_probe_starts_a_child_only_when_asked_and_not_hermetic(
+        probe_import: bool, hermetic: bool, starts_a_child: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from sglang_shims.cli.doctor import checks
+
+    told: list[bool] = []
+    monkeypatch.setattr(checks.probe, "check_import",
+                        lambda f, run_child, announce: told.append(run_child) or [])
+    probe = dict(checks.ordered(probe_import, None))["sgl-kernel-import"]
+    probe(Facts(env=Environment(versions={}, capabilities=[], hermetic=hermetic)))
+    assert told == [starts_a_child]

@@ -108,3 +108,16 @@ def test_every_pinned_neighbour_is_named_when_off_its_pin(sglang: str) -> None:
         [row] = [f for f in found
                  if f" pins {dist}" in f.detail and f"{dist} 0.0.0.dev0" in f.detail]
         assert NEIGHBOURS[dist].role in row.detail, dist
+
+
+def test_the_abi_pin_text_names_only_the_default_torch_and_kernel_pins() -> None:
+    """An ABI finding quotes what sglang pins by default for torch and its kernel: not its
+    other pins, not a pin under another extra."""
+    from sglang_shims.cli.doctor.checks.abi import sglang_pin_text
+
+    requires = {"sglang": ["torch==2.8.0", "sgl-kernel==0.3.16.post5", "transformers==4.57.1",
+                           'torch==2.9.1; extra == "cu130"']}
+    assert sglang_pin_text(facts({"sglang": "0.5.5"}, requires=requires)) == (
+        "sglang 0.5.5 pins torch==2.8.0, sgl-kernel==0.3.16.post5")
+    assert sglang_pin_text(facts({}, requires=requires)) == ""
+    assert sglang_pin_text(facts({"sglang": "0.5.5"})) == ""
