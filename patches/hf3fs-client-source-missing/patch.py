@@ -2,14 +2,14 @@
 
 0.4.10's ``managers/cache_controller.py`` imports the HF3FS storage backend at module
 level (0.4.10.post1 only when that backend is chosen), whose client runs
-``torch.utils.cpp_extension.load(sources=[".../hf3fs_utils.cpp"])`` when it is imported --
-and the published wheels of those two releases do not contain ``hf3fs_utils.cpp`` (read
-from them), so 0.4.10's ``import sglang.launch_server`` fails with FileNotFoundError on
-every machine (where the file exists, the import also needs a C++ compiler).  0.4.10.post2
-ships the file and imports the backend only when ``--hicache-storage-backend hf3fs``
-chooses it.  The stand-in client module has the one name the backend imports,
-``Hf3fsClient``, which raises a clear error if the backend is ever built; every other
-server configuration never touches it.
+``torch.utils.cpp_extension.load(sources=[".../hf3fs_utils.cpp"])`` when it is imported
+-- and the published wheels of those two releases do not contain ``hf3fs_utils.cpp``
+(read from them), so 0.4.10's ``import sglang.launch_server`` fails with
+FileNotFoundError on every machine (where the file exists, the import also needs a C++
+compiler).  0.4.10.post2 ships the file and imports the backend only when
+``--hicache-storage-backend hf3fs`` chooses it.  The stand-in client module has the one
+name the backend imports, ``Hf3fsClient``, which raises a clear error if the backend is
+ever built; every other server configuration never touches it.
 """
 
 from __future__ import annotations

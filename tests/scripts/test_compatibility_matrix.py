@@ -155,6 +155,7 @@ def test_remedies_follow_the_lock(pins: dict[str, str], expected: list[str]) -> 
     assert [fix for broken, fix, _w, _y in run.REMEDY if broken(pins)] == expected
 
 
+@pytest.mark.wheels
 def test_an_unpinned_transformers_is_taken_as_of_the_release_day(
         sglang_release: Callable[[str], Path]) -> None:
     """0.4.0 names no transformers: its own column is limited to what the index had on

@@ -219,6 +219,18 @@ CAUSES = [
      " execute it. `sglang-jit-rope-fallback` and `sglang-kernels-rope-fallback` serve it"
      " from the fallback where that stands in for sgl_kernel; a cell that still shows this"
      " was run on a commit before them (the commit is listed)."),
+    (r"'_OpNamespace' '_C' object has no attribute", NO_VERDICT,
+     "sglang up to 0.4.1.post7 run their norms and activations through vllm's CustomOp,"
+     " whose CUDA path calls vllm's compiled ops (`torch.ops._C.rms_norm`, ...): with CUDA"
+     " faked on this CPU machine, vllm's wheel has no CPU kernels for them. A GPU would run"
+     " them; no verdict on the model here."),
+    (r"No module named 'transformers\.masking_utils'", HARNESS,
+     "sglang 0.4.4.post2 imports compressed-tensors without declaring it (0.4.4.post3 adds"
+     " it to its requirements), so the run's overlay has none and the run machine's own"
+     " compressed-tensors (0.20, which needs transformers 4.53+) is found instead: an"
+     " artefact of the run environment; a fresh install of 0.4.4.post2 has no"
+     " compressed-tensors at all. Not yet answered by the runner (a remedy installing the"
+     " 0.12 a user needs is still to add)."),
     (r"Ninja build failed", SHIM_GAP,
      "These releases take flashinfer's `fused_add_rmsnorm` whenever flashinfer is installed"
      " (`layernorm.py`: `if _is_flashinfer_available: from flashinfer.norm import"

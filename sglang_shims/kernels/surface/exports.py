@@ -161,9 +161,17 @@ def choose_surface(pinned: str | None) -> str:
 
 
 def sglang_kernel_pin() -> str | None:
-    """The sgl-kernel / sglang-kernel version the installed sglang requires, if any."""
+    """The sgl-kernel / sglang-kernel version the installed sglang requires, if any.
+
+    An exact pin is that version.  sglang 0.4.1-0.4.3.post4 name only a floor on the old
+    distribution name (``sgl-kernel>=0.0.3.post6``): there the answer is the newest known
+    release still published as sgl-kernel (before 0.4.0), the one ``pip install`` gives
+    for that floor, rather than none (which :func:`choose_surface` would take as the
+    newest sglang-kernel, whose surface dropped names those releases import)."""
     import re
     from importlib import metadata
+
+    from packaging.version import InvalidVersion, Version
 
     try:
         requirements = metadata.requires("sglang") or []
@@ -173,4 +181,14 @@ def sglang_kernel_pin() -> str | None:
         match = re.match(r"^(sgl-kernel|sglang-kernel)\s*==\s*([^;\s]+)", line)
         if match:
             return match.group(2)
+    for line in requirements:
+        match = re.match(r"^sgl-kernel\s*>=\s*([^,;\s]+)\s*(;|$)", line)
+        if match:
+            try:
+                floor = Version(match.group(1))
+            except InvalidVersion:
+                return None
+            old = [Version(v) for v in versions() if "+" not in v
+                   and floor <= Version(v) < Version("0.4.0")]
+            return str(max(old)) if old else None
     return None
