@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch", reason="torch is not installed: the kernel tests need it")
 
 from sglang_shims import kernels as K
+from sglang_shims.kernels.device import MEASURED
 from sglang_shims.kernels.ops.activation import launch as act_launch
 from sglang_shims.kernels.ops.fp8_gemm import launch as mm_launch
 from sglang_shims.kernels.ops.fp8_quant import launch as quant_launch
@@ -37,7 +38,6 @@ from sglang_shims.kernels.ops.moe_gate import launch as gate_launch
 from sglang_shims.kernels.ops.moe_topk import launch as topk_launch
 from sglang_shims.kernels.ops.norm import launch as norm_launch
 from sglang_shims.kernels.ops.rope import launch as rope_launch
-from sglang_shims.kernels.device import MEASURED
 from sglang_shims.kernels.ops.space import Config
 from sglang_shims.kernels.runtime import DECODE_ROWS, cdiv
 
