@@ -43,8 +43,10 @@ START = load_start_module()
 
 @pytest.fixture
 def meta_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
-    """A ``sys.meta_path`` of this test's own (the real finders, then what start() adds)."""
-    finders = list(sys.meta_path)
+    """A ``sys.meta_path`` of this test's own (the real finders, then what start() adds),
+    without the marked finders an installed copy's own ``.pth`` put there (CI installs the
+    package: start() would then rightly add nothing)."""
+    finders = [f for f in sys.meta_path if not getattr(f, _bootstrap.PTH_MARK, False)]
     monkeypatch.setattr(sys, "meta_path", finders)
     yield finders
 
