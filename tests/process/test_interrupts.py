@@ -5,6 +5,8 @@ on are refused instead of breaking the user's import."""
 from __future__ import annotations
 
 import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,21 @@ PROBE = """
         print(json.dumps({"caught": type(exc).__name__, "in_modules": "shimtarget" in sys.modules,
                           "state": record["state"], "reason": record["reason"]}))
 """
+
+@pytest.fixture(autouse=True)
+def ctrl_c_reaches_the_programs() -> Iterator[None]:
+    """A child inherits an ignored SIGINT (a shell's background job has it ignored, and
+    Python then leaves it so): while these tests run, SIGINT has its default action here,
+    so the programs they start get Ctrl-C as at a terminal."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
 
 STOPS = {
     "ctrl-c": ("import os, signal, time\n"
