@@ -87,3 +87,21 @@ def test_a_change_to_the_kernels_code_is_noted_against_the_committed_run(tmp_pat
     assert [n for n in gpus.stale_compile(context) if "kernel code" in n] == [
         f"{gpus.COMPILE}: made from other kernel code (sources {made['sources']});"
         " `python -m tools.refresh gpu-compile gpus-page`"]
+
+
+def test_a_refresh_reads_only_the_kernel_wheels_it_has_not_read(monkeypatch: Any) -> None:
+    """A kernel wheel is up to 400 MB and never changes under its name: the images already
+    in the committed file are kept, only a release new to the list is downloaded."""
+    read: list[tuple[str, str]] = []
+
+    def fake_read(dist: str, version: str) -> dict[str, Any]:
+        read.append((dist, version))
+        return {"wheel": f"{dist}-{version}.whl", "libraries": {"": [[1, 90, 0]]}}
+
+    monkeypatch.setattr(page, "read_wheel", fake_read)
+    known = {"sgl-kernel 0.3.0": {"wheel": "kept.whl", "libraries": {"": [[1, 80, 0]]}}}
+    text = page.images_text((("sgl-kernel", "0.3.0"), ("sglang-kernel", "9.9.9")), known)
+    assert read == [("sglang-kernel", "9.9.9")]
+    releases = json.loads(text)["releases"]
+    assert releases["sgl-kernel 0.3.0"]["wheel"] == "kept.whl"
+    assert releases["sglang-kernel 9.9.9"]["wheel"] == "sglang-kernel-9.9.9.whl"

@@ -93,10 +93,18 @@ def read_wheel(dist: str, version: str) -> dict[str, Any]:
     return out
 
 
-def images_text(releases: tuple[tuple[str, str], ...] | None = None) -> str:
-    """``docs/gpus/kernel-images.json`` read afresh from the kernel wheels."""
-    found = {f"{dist} {version}": read_wheel(dist, version)
-             for dist, version in releases or kernel_releases()}
+def images_text(releases: tuple[tuple[str, str], ...] | None = None,
+                known: dict[str, Any] | None = None) -> str:
+    """``docs/gpus/kernel-images.json`` for ``releases`` (default :func:`kernel_releases`).
+
+    A release already in ``known`` (the committed file's ``releases``) is kept as read: a
+    file on the index never changes under its name, and a kernel wheel is 100-400 MB, so
+    a refresh downloads only the releases it has not read.  After a change to the reader,
+    delete the file and every wheel is read again."""
+    known = known or {}
+    found = {name: known[name] if name in known else read_wheel(dist, version)
+             for dist, version in releases or kernel_releases()
+             for name in [f"{dist} {version}"]}
     return json.dumps({"releases": found}, indent=1, sort_keys=True) + "\n"
 
 

@@ -93,7 +93,9 @@ def stale_images(context: Context) -> list[str]:
 def write_images(context: Context) -> None:
     from tools.gpus import page
 
-    _write(context, IMAGES, page.images_text())
+    path = context.root / IMAGES
+    known = _json(context, IMAGES)["releases"] if path.exists() else {}
+    _write(context, IMAGES, page.images_text(page.kernel_releases(context.root), known))
 
 
 # -- the every-architecture compile check --------------------------------------------------
