@@ -154,9 +154,11 @@ def act_group(name: str) -> int | None:
 
 
 def build(name: str, common: dict[str, Any], work: Path, tokenizer: Any,
-          seed: int = 1234) -> dict[str, Path]:
+          seed: int = 1234, bf16: bool = False) -> dict[str, Path]:
     """Write ``work/<name>`` (what sglang serves) and, for FP8, ``work/<name>-reference``
-    (the dequantised float32 weights transformers runs); returns both folders."""
+    (the dequantised float32 weights transformers runs); returns both folders.
+    ``bf16``: the weights are saved in bfloat16 (a speed run's model: half the bytes to
+    write and load, the dtype it is served in)."""
     import torch
     from safetensors.torch import save_file
 
@@ -173,6 +175,8 @@ def build(name: str, common: dict[str, Any], work: Path, tokenizer: Any,
     model.config.architectures = [model_cls.__name__]
     with torch.no_grad():  # peakier logits: fewer near-ties in greedy decoding
         model.lm_head.weight.mul_(4.0)
+    if bf16:
+        model = model.to(torch.bfloat16)
     state = split_fused_experts({k: v.detach() for k, v in model.state_dict().items()})
     folder = work / name
     folders = {"serve": folder, "reference": folder}

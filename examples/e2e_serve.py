@@ -101,15 +101,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def build_assets(work: Path, speed_shape: str = "", extra: list[str] | None = None
-                 ) -> dict[str, Any]:
+MOE_SHAPE = ("hidden_size", "num_hidden_layers", "moe_intermediate_size", "num_experts",
+             "num_experts_per_tok", "num_attention_heads", "num_key_value_heads", "head_dim")
+"""The fields of ``--speed-moe``, in its order."""
+
+
+def build_assets(work: Path, speed_shape: str = "", extra: list[str] | None = None,
+                 moe_shape: str = "") -> dict[str, Any]:
     """Tokenizer + Qwen3 + Llama with random weights, saved with save_pretrained, and the
     MoE/FP8 models of ``extra`` (``_e2e_models.build``: the folder sglang serves and the
     one transformers runs, which differ for FP8).
 
     ``speed_shape`` ("HIDDEN,LAYERS,INTERMEDIATE,HEADS,KV_HEADS,HEAD_DIM") adds a third,
     larger Qwen3 saved in bfloat16 that only the speed runs use: on the small model a decode
-    step is bound by sglang's host-side loop, and the kernels' speed does not show."""
+    step is bound by sglang's host-side loop, and the kernels' speed does not show.
+    ``moe_shape`` (:data:`MOE_SHAPE`) likewise adds a bfloat16 Qwen3-MoE,
+    ``qwen3moe-speed``, that the ``qwen3moe`` speed runs serve instead of the small one."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import (
@@ -155,6 +162,11 @@ def build_assets(work: Path, speed_shape: str = "", extra: list[str] | None = No
         model.save_pretrained(folder, safe_serialization=True)
         fast.save_pretrained(folder)
         out["qwen3-speed"] = folder
+    if moe_shape:
+        moe = dict(common, **dict(zip(MOE_SHAPE, (int(x) for x in moe_shape.split(",")),
+                                      strict=True)), initializer_range=0.02, torch_dtype="bfloat16")
+        out["qwen3moe-speed"] = e2e_models.build("qwen3moe", moe, work / "speed", fast,
+                                                 bf16=True)["serve"]
     references = dict(out)
     for name in extra or []:
         folders = e2e_models.build(name, common, work, fast)
@@ -693,6 +705,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              " HIDDEN,LAYERS,INTERMEDIATE,HEADS,KV_HEADS,HEAD_DIM"
                              " (e.g. 2048,28,6144,16,8,128, Qwen3-1.7B's); default: the"
                              " correctness model")
+    parser.add_argument("--speed-moe", default="",
+                        help="shape of a separate bf16 Qwen3-MoE for the qwen3moe speed runs:"
+                             " HIDDEN,LAYERS,MOE_INTERMEDIATE,EXPERTS,TOP_K,HEADS,KV_HEADS,"
+                             "HEAD_DIM (e.g. 2048,6,768,128,8,32,4,128: Qwen3-30B-A3B's,"
+                             " 6 of its 48 layers); default: the correctness model")
     parser.add_argument("--cuda-graphs", action="store_true",
                         help="speed runs with sglang's decode CUDA graphs (up to the largest"
                              " batch)")
@@ -704,6 +721,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         unknown = [n for n in names.split(",") if n and n not in known]
         if unknown:
             parser.error(f"{option}: unknown model(s) {unknown}; known: {sorted(known)}")
+    for option, shape, fields in (("--speed-model", args.speed_model, 6),
+                                  ("--speed-moe", args.speed_moe, len(MOE_SHAPE))):
+        if shape and not re.fullmatch(",".join([r"\d+"] * fields), shape):
+            parser.error(f"{option}: {shape!r} is not {fields} comma-separated integers")
     for run in (s for s in args.speed.split(",") if s):
         if len(run.split(":")) != 2:
             parser.error(f"--speed: {run!r} is not MODE:TIER")
@@ -784,7 +805,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     work_dir = Path(tempfile.mkdtemp(prefix="sglang-shims-e2e-"))
-    assets = build_assets(work_dir, args.speed_model, extra)
+    assets = build_assets(work_dir, args.speed_model, extra, args.speed_moe)
     prompts = assets["prompts"]
     results: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"), "gpu": torch.cuda.get_device_name(0),
@@ -868,8 +889,7 @@ def main(argv: list[str] | None = None) -> int:
         env = mode_env(mode, kernel_dir, broken)
         if tier == "torch":
             env["SGLANG_SHIMS_KERNEL_BACKEND"] = "torch"
-        model = (assets["models"].get("qwen3-speed", assets["models"]["qwen3"])
-                 if name == "qwen3" else assets["models"][name])
+        model = assets["models"].get(f"{name}-speed", assets["models"][name])
         run = speed(key, plain, model, args.out, env,
                     server_flags(args.attention_backend, args.cuda_graphs, sglang,
                                  max_bs=max(batches), speed_log=True) + tp_flags(args.tp),
@@ -879,8 +899,8 @@ def main(argv: list[str] | None = None) -> int:
         run["model"] = name
         run["mode"] = mode
         run["mode_problem"] = mode_problem(mode, run.get("report"))
-        run["model_shape"] = (args.speed_model or "correctness model") if name == "qwen3" \
-            else "correctness model"
+        shapes = {"qwen3": args.speed_model, "qwen3moe": args.speed_moe}
+        run["model_shape"] = shapes.get(name) or "correctness model"
         results[key] = run
         print(json.dumps({key: {k: v for k, v in run.items() if k != "batches"}}), flush=True)
         if args.servers > 1 and server_no == args.servers:

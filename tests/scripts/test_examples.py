@@ -309,6 +309,22 @@ def test_op_listing_holds_for_sglang_0_5_17_and_not_for_0_5_1(
         models.check_listing("qwen3moe", old)
 
 
+def test_the_moe_speed_shape_is_read_field_by_field_and_checked(e2e: ModuleType,
+                                                                 capsys: Any) -> None:
+    """``--speed-moe`` names Qwen3-MoE config fields in a fixed order: a shape with a field
+    missing is refused, not zipped short."""
+    args = e2e.parse_args(["--speed-moe", "2048,6,768,128,8,32,4,128", "--speed",
+                           "none:triton", "--speed-models", "qwen3moe"])
+    fields = dict(zip(e2e.MOE_SHAPE, (int(x) for x in args.speed_moe.split(",")),
+                      strict=True))
+    assert fields["num_experts"] == 128 and fields["num_experts_per_tok"] == 8
+    assert fields["moe_intermediate_size"] == 768 and fields["num_hidden_layers"] == 6
+    for bad in ("2048,6,768,128,8,32,4", "2048,6,768,128,8,32,4,128,1", "2048,6,x,1,1,1,1,1"):
+        with pytest.raises(SystemExit):
+            e2e.parse_args(["--speed-moe", bad])
+        assert "is not 8 comma-separated integers" in capsys.readouterr().err
+
+
 @pytest.mark.wheels
 def test_builders_write_checkpoints_sglang_0_5_17_reads(pypi_release: Any) -> None:
     """The models built with transformers 5 (0.5.17's pin): sglang's ModelConfig takes each
