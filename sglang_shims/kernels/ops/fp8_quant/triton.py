@@ -9,6 +9,13 @@ from zero and without saturating, so the kernels would differ from a GPU (and fr
 ``torch``'s round-to-nearest-even) exactly where the tests run.  Done in fp32 the
 rounding is the same everywhere and costs a few integer operations per element of a
 kernel that is bound by memory.
+
+Every division is ``tl.math.div_rn`` (IEEE, correctly rounded), never ``/``: Triton lowers
+an fp32 ``/`` to ``div.full.f32``, an approximation up to two units in the last place
+off, and a multiplier that far off moves values lying at an e4m3 midpoint onto the
+neighbouring value (on the H200, 2026-12-05: 0.15% of a bf16 group's values against
+0.1% allowed, where the interpreter, dividing exactly, was within it).  There are one or
+two divisions per group, row or block, not per element: the cost does not show.
 """
 
 from __future__ import annotations
@@ -58,14 +65,14 @@ def per_token_group_quant_kernel(
     amax = tl.maximum(tl.max(tl.abs(x), axis=1), eps)
     if UE8M0:
         # scale = 2**ceil(log2(amax / max)), from the fp32 bits as sgl-kernel does
-        ratio = amax * (1.0 / fp8_max)
+        ratio = amax * tl.math.div_rn(1.0, fp8_max)
         rb = ratio.to(tl.int32, bitcast=True)
         e = ((rb >> 23) & 0xFF) - 127 + ((rb & 0x7FFFFF) != 0).to(tl.int32)
         scale = ((e + 127) << 23).to(tl.float32, bitcast=True)
         mult = ((127 - e) << 23).to(tl.float32, bitcast=True)
     else:
-        scale = amax * (1.0 / fp8_max)
-        mult = fp8_max / amax
+        scale = amax * tl.math.div_rn(1.0, fp8_max)
+        mult = tl.math.div_rn(fp8_max, amax)
     q = _to_fp8(x, mult[:, None], fp8_min, fp8_max)
     tl.store(q_ptr + offs, q.to(q_ptr.dtype.element_ty), mask=m2)
     row = g // groups_per_row
@@ -90,8 +97,8 @@ def per_token_quant_kernel(
         m2 = r_ok[:, None] & (cols < n_cols)[None, :]
         x = tl.load(x_ptr + rows64[:, None] * stride_x + cols[None, :], mask=m2, other=0.0)
         amax = tl.maximum(amax, tl.max(tl.abs(x.to(tl.float32)), axis=1))
-    scale = amax / fp8_max
-    inv = tl.where(scale == 0.0, 0.0, 1.0 / tl.where(scale == 0.0, 1.0, scale))
+    scale = tl.math.div_rn(amax, fp8_max)
+    inv = tl.where(scale == 0.0, 0.0, tl.math.div_rn(1.0, tl.where(scale == 0.0, 1.0, scale)))
     tl.store(s_ptr + rows64, scale, mask=r_ok)
     for start in range(0, n_cols, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
@@ -107,7 +114,7 @@ def per_token_quant_kernel(
 def absmax_kernel(x_ptr, s_ptr, n, fp8_max, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
-    tl.atomic_max(s_ptr, tl.max(tl.abs(x), axis=0) / fp8_max)
+    tl.atomic_max(s_ptr, tl.math.div_rn(tl.max(tl.abs(x), axis=0), fp8_max))
 
 
 @triton.jit(do_not_specialize=["n"])
@@ -115,7 +122,7 @@ def per_tensor_quant_kernel(x_ptr, q_ptr, s_ptr, n, fp8_max, BLOCK: tl.constexpr
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     scale = tl.load(s_ptr)
-    inv = tl.where(scale == 0.0, 0.0, 1.0 / tl.where(scale == 0.0, 1.0, scale))
+    inv = tl.where(scale == 0.0, 0.0, tl.math.div_rn(1.0, tl.where(scale == 0.0, 1.0, scale)))
     x = tl.load(x_ptr + offs, mask=ok, other=0.0).to(tl.float32)
     q = _to_fp8(x, inv, -fp8_max, fp8_max)
     tl.store(q_ptr + offs, q.to(q_ptr.dtype.element_ty), mask=ok)

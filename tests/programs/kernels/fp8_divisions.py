@@ -1,0 +1,38 @@
+"""The fp32 division instructions in the FP8 quantisers' PTX, compiled for sm_90 (no GPU
+needed); prints {kernel: sorted instructions}."""
+import json
+import re
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from sglang_shims.kernels.ops.fp8_quant import triton as kernels
+
+GROUP = {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "s_ptr": "*fp32", "n_groups": "i32",
+         "groups_per_row": "i32", "group_size": "i32", "stride_s_row": "i32",
+         "stride_s_group": "i32", "eps": "fp32", "fp8_min": "fp32", "fp8_max": "fp32",
+         "BLOCK_G": 4, "BLOCK_K": 128, "UE8M0": False}
+TOKEN = {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "s_ptr": "*fp32", "n_rows": "i32",
+         "n_cols": "i32", "stride_x": "i32", "stride_q": "i32", "fp8_max": "fp32",
+         "BLOCK_M": 1, "BLOCK_N": 1024}
+ABSMAX = {"x_ptr": "*bf16", "s_ptr": "*fp32", "n": "i32", "fp8_max": "fp32", "BLOCK": 1024}
+TENSOR = {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "s_ptr": "*fp32", "n": "i32",
+          "fp8_max": "fp32", "BLOCK": 1024}
+CASES = {"per_token_group_quant_kernel": GROUP,
+         "per_token_group_quant_kernel ue8m0": {**GROUP, "UE8M0": True},
+         "per_token_quant_kernel": TOKEN, "absmax_kernel": ABSMAX,
+         "per_tensor_quant_kernel": TENSOR}
+
+
+def divisions(kernel, params):
+    names = [p.name for p in kernel.params]
+    signature = {k: ("constexpr" if not isinstance(v, str) else v) for k, v in params.items()}
+    constexprs = {(names.index(k),): v for k, v in params.items() if not isinstance(v, str)}
+    compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constexprs),
+                              target=GPUTarget("cuda", 90, 32))
+    return sorted(set(re.findall(r"\b(?:div|rcp)\.[a-z0-9.]*f32\b", compiled.asm["ptx"])))
+
+
+print(json.dumps({case: divisions(getattr(kernels, case.split()[0]), params)
+                  for case, params in CASES.items()}))
