@@ -91,11 +91,30 @@ def test_limits_have_a_source_for_every_number() -> None:
     assert found["sm_75"].smem_per_block == 65536
 
 
+def committed_triton() -> str:
+    """The Triton the committed full run was made with (what CI installs)."""
+    return str(json.loads(COMMITTED.read_text(encoding="utf-8"))["triton"])
+
+
+def older_triton() -> str | None:
+    """Why an architecture may be missing here: the installed Triton is older than the
+    committed run's (the H200 machine's Triton 3.6 has no ptxas for sm_110, which Triton
+    3.8 compiles); None where it is not older."""
+    import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    from packaging.version import Version
+
+    here, there = Version(triton.__version__), Version(committed_triton())
+    return f"Triton {here} is older than the committed run's {there}" if here < there else None
+
+
 def test_every_user_arch_compiles_and_fits(ci_run: dict[str, Any]) -> None:
+    """Every required architecture compiles and fits; one the installed Triton cannot
+    compile for is excused only where that Triton is older than the committed run's (a
+    GPU machine's own Triton), never on CI's."""
     arches = ci_run["arches"]
     for name, lim in limits().items():
         found = arches[name]
-        if not lim.required:
+        if not lim.required or (not found["supported"] and older_triton()):
             continue
         assert found["supported"], (name, found["reason"])
         assert not found["failures"], (name, found["failures"])
@@ -108,6 +127,8 @@ def test_pdl_configurations_compile_where_the_gpu_has_it(ci_run: dict[str, Any])
     """PDL is shipped off, but its configurations are compiled for sm_90+ and only there."""
     table = ci_run["variants"]
     for name, lim in limits().items():
+        if not ci_run["arches"][name]["supported"] and older_triton():
+            continue
         pdl = [vid for vid in ci_run["resources"][name]
                if table[vid]["options"].get("launch_pdl")]
         assert bool(pdl) == (lim.capability >= (9, 0)), name
@@ -117,6 +138,11 @@ def test_committed_results_are_what_the_rules_choose_today(ci_run: dict[str, Any
     """The committed full run was made under the launch rules of this tree (a rule that
     chooses anything else changes the digest: rerun the command it names)."""
     committed = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    if triton.__version__ != committed["triton"]:  # the variants' ids hold Triton's options
+        pytest.skip(f"the committed run was made with Triton {committed['triton']}, this is"
+                    f" {triton.__version__}: its choices are named in that Triton's terms")
     stale = [name for name, found in ci_run["arches"].items()
              if committed["arches"][name]["configurations"] != found["configurations"]]
     assert not stale, (f"docs/gpus/compile-results.json is stale for {stale}: run python -m"
