@@ -216,6 +216,37 @@ def svg(title: str, cells: list[Cell]) -> str:
     return "\n".join(out) + "\n"
 
 
+def summary(cells: list[Cell]) -> str:
+    """Per op, as a markdown table: the cells timed against the AOT kernel, their geometric
+    mean and lowest ratio, and how many are below :data:`GOAL` at decode and at prefill
+    sizes (cells without an AOT time are counted apart: not in that kernel, or not run)."""
+    ops: dict[str, list[Cell]] = {}
+    for cell in cells:
+        ops.setdefault(cell.op, []).append(cell)
+    lines = ["| op | cells | no AOT time | geomean | lowest | below 0.95x: decode | prefill |",
+             "|---|---|---|---|---|---|---|"]
+    timed_all: list[float] = []
+    for op, found in ops.items():
+        timed = [c for c in found if c.ratio is not None]
+        if not timed:
+            lines.append(f"| {op} | {len(found)} | {len(found)} | - | - | - | - |")
+            continue
+        low = min(timed, key=lambda c: c.ratio or 0.0)
+        below = {phase: sum(1 for c in timed if c.phase == phase and (c.ratio or 0) < GOAL)
+                 for phase in ("decode", "prefill")}
+        ratios = [c.ratio for c in timed if c.ratio is not None]
+        timed_all += ratios
+        lines.append(f"| {op} | {len(found)} | {len(found) - len(timed)} | "
+                     f"{geomean(ratios):.2f}x | {low.ratio:.2f}x ({low.shape}) | "
+                     f"{below['decode']} | {below['prefill']} |")
+    if timed_all:
+        under = sum(1 for r in timed_all if r < GOAL)
+        lines.append(f"| **all** | {len(cells)} | {len(cells) - len(timed_all)} | "
+                     f"**{geomean(timed_all):.2f}x** | {min(timed_all):.2f}x | "
+                     f"{under} of {len(timed_all)} below | |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the SVG next to the results file, or with ``--check`` say whether it is stale."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -223,9 +254,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="the SVG (default: RESULTS with .svg)")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 if the SVG differs from what would be written")
+    parser.add_argument("--summary", action="store_true",
+                        help="print the per-op summary table (markdown) instead")
     args = parser.parse_args(argv)
     out: Path = args.out or args.results.with_suffix(".svg")
     text = args.results.read_text(encoding="utf-8")
+    if args.summary:
+        print(summary(parse(text)), end="")
+        return 0
     picture = svg(heading(text), parse(text))
     if args.check:
         current = out.read_text(encoding="utf-8") if out.exists() else None
