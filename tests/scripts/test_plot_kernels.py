@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from ..support.scripts import REPO, load_script
 
 RESULTS = "benchmarks/results/kernels-aot-h200-2026-12-02.md"
+MODELS = "benchmarks/results/kernels-models-h200-2026-12-05.md"
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 TABLE = """\
@@ -87,8 +88,23 @@ def test_output_is_deterministic(plot: types.ModuleType) -> None:
     assert plot.svg("t", cells) == plot.svg("t", list(cells))
 
 
-def test_committed_svg_is_current(plot: types.ModuleType) -> None:
-    assert plot.main([str(REPO / RESULTS), "--check"]) == 0
+@pytest.mark.parametrize("results", [RESULTS, MODELS])
+def test_committed_svg_is_current(plot: types.ModuleType, results: str) -> None:
+    assert plot.main([str(REPO / results), "--check"]) == 0
+
+
+def test_summary_counts_each_op_and_the_cells_below_the_goal(plot: types.ModuleType) -> None:
+    text = plot.summary(plot.parse(TABLE))
+    assert "| rmsnorm | 2 | 0 | 1.23x | 1.10x (1x4096) | 0 | 0 |" in text
+    assert "| moe_fused_gate | 1 | 1 | - | - | - | - |" in text
+    assert "| moe_align_block_size | 1 | 0 | 0.42x | 0.42x (32x top8 of 128 b64) | 1 | 0 |" in text
+    assert "| **all** | 4 | 1 | **0.86x** | 0.42x | 1 of 3 below | |" in text
+
+
+def test_the_models_summary_in_the_results_file_is_the_scripts(plot: types.ModuleType) -> None:
+    """The per-op table quoted in the results file is what ``--summary`` prints from it."""
+    text = (REPO / MODELS).read_text(encoding="utf-8")
+    assert plot.summary(plot.parse(text)) in text
 
 
 def test_check_fails_on_a_stale_svg(plot: types.ModuleType, tmp_path: Path,
