@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..paths import portable
 from . import launches as kernel_launches
 from . import limits as gpu_limits
 from .launches import Variant
@@ -110,7 +111,7 @@ def compile_one(job: tuple[dict[str, Any], int]) -> dict[str, Any]:
                 "seconds": round(time.monotonic() - start, 2)}
     except Exception as exc:  # reported per variant; the run goes on
         text = " | ".join(line for line in str(exc).splitlines() if line.strip())
-        return {"error": f"{type(exc).__name__}: {text[:600]}",
+        return {"error": f"{type(exc).__name__}: {portable(text)[:600]}",
                 "seconds": round(time.monotonic() - start, 2)}
 
 
@@ -309,7 +310,7 @@ def targets() -> dict[str, str]:
         lines = done.stdout.strip().splitlines()
         if done.returncode or not lines:
             why = [ln for ln in done.stderr.splitlines() if "ERROR" in ln or "rror" in ln]
-            return (why[-1] if why else f"exit {done.returncode}").strip()[:300]
+            return portable(why[-1] if why else f"exit {done.returncode}").strip()[:300]
         return str(json.loads(lines[-1]).get("error", ""))[:300]
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:

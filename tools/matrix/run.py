@@ -40,7 +40,7 @@ import urllib.request
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -50,6 +50,7 @@ from sglang_shims.kernels.surface import exports
 from sglang_shims.testing import standin, wheels
 from tests.support.programs import FAKE_CUDA, assemble
 from tests.support.run import ACTIVATE, REPO, SITE_PACKAGES, clean_env
+from tools.paths import portable, portable_tree
 from tools.refresh import snapshot
 
 DATA = Path(__file__).with_name("compatibility.json")
@@ -490,7 +491,7 @@ def run_cell(paths: list[Path], shims: bool, model: bool) -> dict[str, Any]:
         tail = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1:]
         result = {"crash": f"exit {proc.returncode}: {tail[0][:400] if tail else ''}"}
     result["wall"] = round(time.monotonic() - start, 1)
-    return result
+    return cast(dict[str, Any], portable_tree(result))
 
 
 def run_release(release: str, transformers5: str, scratch: Path, jobs: int,
@@ -518,7 +519,8 @@ def run_release(release: str, transformers5: str, scratch: Path, jobs: int,
             for kernel in situations:
                 for mode in ("stock", "shims"):
                     entry["cells"].append({"transformers": flavour, "kernel": kernel,
-                                           "mode": mode, "env_error": str(exc)[-600:]})
+                                           "mode": mode,
+                                           "env_error": portable(str(exc))[-600:]})
             continue
         relaxed = (extra / "relaxed.txt").read_text(encoding="utf-8").splitlines()
         if relaxed:
