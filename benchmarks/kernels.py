@@ -606,6 +606,8 @@ def close(actual: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> tuple[
 
 def run_check() -> bool:
     """Each op on CUDA against float64 math, a few shapes and dtypes; prints one line each."""
+    from tests.support.references import ref_rope  # the tests' float64 RoPE, not a copy
+
     g = torch.Generator(device="cuda").manual_seed(1)
 
     def rn(*shape: int, dtype: torch.dtype) -> torch.Tensor:
@@ -654,7 +656,7 @@ def run_check() -> bool:
                 ang = torch.rand(4096, rdim // 2, device="cuda", dtype=torch.float64) * 6.3
                 cache = torch.cat((ang.cos(), ang.sin()), -1).float()
                 pos = torch.randint(0, 4096, (tokens,), device="cuda")
-                refs2 = [rope_ref(t, pos, cache, head, neox) for t in (q, k)]
+                refs2 = [ref_rope(t, pos, cache, head, neox) for t in (q, k)]
                 K.apply_rope_with_cos_sin_cache_inplace(pos, q, k, head, cache, neox)
                 ok_q, eq = close(q, refs2[0], dtype)
                 ok_k, ek = close(k, refs2[1], dtype)
@@ -676,23 +678,6 @@ def run_check() -> bool:
         print(f"{'PASS' if ok else 'FAIL'}  {name}  (max abs error {err:.3g})")
     print(f"\n--check: {len(results) - len(failed)} passed, {len(failed)} failed")
     return not failed
-
-
-def rope_ref(x: torch.Tensor, pos: torch.Tensor, cache: torch.Tensor, head: int,
-             neox: bool) -> torch.Tensor:
-    t = x.shape[0]
-    xd = x.double().reshape(t, -1, head).clone()
-    rd = cache.shape[1]
-    half = rd // 2
-    cs = cache.double()[pos]
-    cos, sin = cs[:, None, :half], cs[:, None, half:]
-    if neox:
-        x1, x2 = xd[..., :half].clone(), xd[..., half:rd].clone()
-        xd[..., :half], xd[..., half:rd] = x1 * cos - x2 * sin, x2 * cos + x1 * sin
-    else:
-        x1, x2 = xd[..., 0:rd:2].clone(), xd[..., 1:rd:2].clone()
-        xd[..., 0:rd:2], xd[..., 1:rd:2] = x1 * cos - x2 * sin, x2 * cos + x1 * sin
-    return xd.reshape(x.shape)
 
 
 def main() -> int:
