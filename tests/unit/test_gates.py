@@ -384,3 +384,17 @@ def test_finder_reader_refuses_an_epoch_that_is_not_a_number(version: str) -> No
 
     assert _versions.version_key(version) is None
     assert _versions.spec_contains(">=0", version) is False
+
+
+@pytest.mark.parametrize(("version", "spec"), [
+    ("2.0rc1", "<2.0"), ("2.0rc1", ">2.0"), ("2.0.post1", ">2.0"), ("2.0.dev3", "<2.0"),
+    ("1!2.0a1", "<1!2.0"),
+])
+def test_strict_bounds_at_their_own_release_go_to_packaging(version: str, spec: str) -> None:
+    """``<V`` / ``>V`` against a pre-, post- or dev-release of V itself: packaging < 26 and
+    >= 26 answer differently, so the import-free reader leaves it to the installed one."""
+    from sglang_shims.engine import gates
+
+    assert gates._without_packaging(version, spec) is None
+    # one release further and the reader answers on its own
+    assert gates._without_packaging("2.1", spec.replace("1!", "")) is not None
