@@ -125,3 +125,19 @@ def test_a_value_that_is_not_a_table_is_named_by_its_table() -> None:
     target = fields.Table("target", "What the patch wraps.", ())
     with pytest.raises(fields.TableError, match=r"^demo: target must be a table$"):
         fields.read(target, ["not", "a", "table"], "demo")
+
+
+def test_a_map_refuses_a_key_its_pattern_does_not_match_and_a_value_not_a_string() -> None:
+    """Read on its own (a manifest's gate parser would refuse such a key later anyway, which
+    is how the check once went untested)."""
+    versions = fields.Field("versions", fields.MAP, "Distribution -> range.",
+                            keys=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                            problem="{value!r} is not a distribution name")
+    table = fields.Table("requires", "Gates.", (versions,))
+    ok = fields.read(table, {"versions": {"sglang": ">=0.5", "torch-x": "<3"}}, "demo")
+    assert ok["versions"] == {"sglang": ">=0.5", "torch-x": "<3"}
+    with pytest.raises(fields.TableError,
+                       match=r"^demo \[versions\]: 'not a name' is not a distribution name$"):
+        fields.read(table, {"versions": {"not a name": ">=1"}}, "demo")
+    with pytest.raises(fields.TableError, match=r"^demo \[versions\]: 'sglang' is not"):
+        fields.read(table, {"versions": {"sglang": 5}}, "demo")
