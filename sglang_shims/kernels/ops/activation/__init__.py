@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...compile_lock import launch_kernel, sizes
-from ...runtime import pdl_options, rows_2d, use_pdl, use_triton
+from ...compile_lock import launch_kernel
+from ...runtime import pdl_options, rows_2d, use_pdl, use_triton, vector_align
 from . import launch
 
 if TYPE_CHECKING:
@@ -109,9 +109,12 @@ def _triton(out: torch.Tensor, x: torch.Tensor, act: int, d: int) -> None:
     n_rows = x2.shape[0]
     cfg = launch.config(n_rows, d)
     pdl = use_pdl(x2)
-    key = ("act_and_mul", act, x2.dtype, o2.dtype, cfg["BLOCK"], cfg["num_warps"], sizes(d),
-           pdl)
+    align = vector_align(min(x2.element_size(), o2.element_size()),
+                         d, x2.stride(0), o2.stride(0))
+    key = ("act_and_mul", act, x2.dtype, o2.dtype, cfg["BLOCK"], cfg["num_warps"], pdl,
+           align)
     launch_kernel(key, act_and_mul_kernel, launch.grid(n_rows, d, cfg),
-                  x2, o2, d, x2.stride(0), o2.stride(0), ACT=act, **cfg, **pdl_options(pdl))
+                  x2, o2, d // align, x2.stride(0) // align, o2.stride(0) // align,
+                  ACT=act, ALIGN=align, **cfg, **pdl_options(pdl))
     if target is not None:
         target.copy_(o2.view(target.shape))

@@ -42,17 +42,26 @@ def erfc_nonneg(z):
     return t * tl.exp(p - z * z)
 
 
-@triton.jit
+# The counts divided by ALIGN are not specialised (as in the norm kernel).
+@triton.jit(do_not_specialize=["d_q", "stride_x_q", "stride_out_q"])
 def act_and_mul_kernel(
     x_ptr, out_ptr,
-    d,
-    stride_x, stride_out,
+    d_q,
+    stride_x_q, stride_out_q,
     ACT: tl.constexpr,
     BLOCK: tl.constexpr,
+    ALIGN: tl.constexpr = 1,
     USE_PDL: tl.constexpr = False,
 ):
-    """out[r, c] = act(x[r, c]) * x[r, d + c] for c in this program's block."""
+    """out[r, c] = act(x[r, c]) * x[r, d + c] for c in this program's block.
+
+    ``d`` and the strides come divided by ``ALIGN`` (``runtime.vector_align``) and are
+    multiplied back by the constexpr, so that Triton knows their divisibility and vectorises
+    the loads at widths it does not specialise (not a multiple of 16)."""
     pdl_prologue(USE_PDL)
+    d = d_q * ALIGN
+    stride_x = stride_x_q * ALIGN
+    stride_out = stride_out_q * ALIGN
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     ok = cols < d

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...compile_lock import launch_kernel
-from ...runtime import pdl_options, rows_2d, use_pdl, use_triton
+from ...runtime import pdl_options, rows_2d, use_pdl, use_triton, vector_align
 from . import launch
 
 if TYPE_CHECKING:
@@ -145,13 +145,17 @@ def _norm_triton(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | No
     single = launch.single_pass(hidden)
     cfg = launch.config(n_rows, hidden, fused=r2 is not None)
     rr = x2 if r2 is None else r2
+    strides = (x2.stride(0), rr.stride(0), o2.stride(0))
+    align = vector_align(min(x2.element_size(), rr.element_size(), o2.element_size()),
+                         hidden, *strides)
     key = ("rmsnorm", x2.dtype, o2.dtype, r2 is not None, weight_offset, single,
-           cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], pdl)
+           cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], pdl, align)
     launch_kernel(key, rmsnorm_kernel, launch.grid(n_rows, cfg),
                   x2, rr, w, o2,
-                  n_rows, hidden,
-                  x2.stride(0), rr.stride(0), o2.stride(0),
+                  n_rows, hidden // align,
+                  *(s // align for s in strides),
                   eps,
+                  ALIGN=align,
                   WEIGHT_OFFSET=float(weight_offset),
                   HAS_RESIDUAL=r2 is not None,
                   SINGLE_PASS=single,

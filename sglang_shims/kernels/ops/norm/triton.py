@@ -23,12 +23,16 @@ import triton.language as tl  # type: ignore[import-not-found, import-untyped, u
 from ..shared import pdl_prologue
 
 
-@triton.jit(do_not_specialize=["n_rows"])
+# The counts divided by ALIGN are not specialised: their divisibility is ALIGN's (enough for
+# 16-byte loads), and specialising them would split one width class into several binaries.
+@triton.jit(do_not_specialize=["n_rows", "n_cols_q", "stride_x_q", "stride_res_q",
+                               "stride_out_q"])
 def rmsnorm_kernel(
     x_ptr, res_ptr, w_ptr, out_ptr,
-    n_rows, n_cols,
-    stride_x, stride_res, stride_out,
+    n_rows, n_cols_q,
+    stride_x_q, stride_res_q, stride_out_q,
     eps,
+    ALIGN: tl.constexpr,
     WEIGHT_OFFSET: tl.constexpr,
     HAS_RESIDUAL: tl.constexpr,
     SINGLE_PASS: tl.constexpr,
@@ -36,8 +40,15 @@ def rmsnorm_kernel(
     BLOCK_N: tl.constexpr,
     USE_PDL: tl.constexpr = False,
 ):
-    """out = x * rsqrt(mean(x^2) + eps) * (w + WEIGHT_OFFSET), x = input (+ residual)."""
+    """out = x * rsqrt(mean(x^2) + eps) * (w + WEIGHT_OFFSET), x = input (+ residual).
+
+    The width and strides come divided by ``ALIGN`` (``runtime.vector_align``): multiplied
+    back here by a constexpr, their divisibility is known and the loads are vectorised."""
     pdl_prologue(USE_PDL)
+    n_cols = n_cols_q * ALIGN
+    stride_x = stride_x_q * ALIGN
+    stride_res = stride_res_q * ALIGN
+    stride_out = stride_out_q * ALIGN
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < n_rows
     rows = rows.to(tl.int64)

@@ -1,0 +1,42 @@
+"""The global loads of the norm and gated-activation kernels, compiled for sm_90 (no GPU
+needed) on bf16 rows at each ``ALIGN``; prints {"kernel ALIGN": sorted load instructions}."""
+import json
+import re
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from sglang_shims.kernels.ops.activation.triton import act_and_mul_kernel
+from sglang_shims.kernels.ops.norm.triton import rmsnorm_kernel
+
+
+def norm(align):
+    return {"x_ptr": "*bf16", "res_ptr": "*bf16", "w_ptr": "*bf16", "out_ptr": "*bf16",
+            "n_rows": "i32", "n_cols_q": "i32", "stride_x_q": "i32", "stride_res_q": "i32",
+            "stride_out_q": "i32", "eps": "fp32", "ALIGN": align, "WEIGHT_OFFSET": 0.0,
+            "HAS_RESIDUAL": True, "SINGLE_PASS": True, "BLOCK_M": 1, "BLOCK_N": 8192,
+            "USE_PDL": False}
+
+
+def act(align):
+    return {"x_ptr": "*bf16", "out_ptr": "*bf16", "d_q": "i32", "stride_x_q": "i32",
+            "stride_out_q": "i32", "ACT": 0, "BLOCK": 1024, "ALIGN": align, "USE_PDL": False}
+
+
+def loads(kernel, params):
+    names = [p.name for p in kernel.params]
+    signature = {k: ("constexpr" if not isinstance(v, str) else v) for k, v in params.items()}
+    constexprs = {(names.index(k),): v for k, v in params.items() if not isinstance(v, str)}
+    # what Triton assumes of every tensor torch allocates: a 16-byte aligned start
+    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")}
+    compiled = triton.compile(
+        ASTSource(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs),
+        target=GPUTarget("cuda", 90, 32))
+    return sorted(set(re.findall(r"\bld\.global[a-z0-9.]*", compiled.asm["ptx"])))
+
+
+print(json.dumps({f"{name} {align}": loads(kernel, params(align))
+                  for name, kernel, params in (("rmsnorm", rmsnorm_kernel, norm),
+                                               ("act_and_mul", act_and_mul_kernel, act))
+                  for align in (1, 8)}))
