@@ -72,6 +72,36 @@ def test_the_gated_activation_passes_its_counts_divided(triton_path: str, d: int
     assert made.args[2:5] == (d // align, 2 * d // align, d // align)
 
 
+FP8 = getattr(torch, "float8_e4m3fn", None)
+
+
+@pytest.mark.skipif(FP8 is None, reason="this torch has no float8_e4m3fn")
+@pytest.mark.parametrize(("width", "align"), [(5000, 8), (4100, 4), (4099, 1)])
+def test_the_fp8_quantisers_pass_their_counts_divided(triton_path: str, width: int,
+                                                      align: int) -> None:
+    x = torch.zeros(3, width, dtype=torch.bfloat16, device=triton_path)
+    q = torch.empty(3, width, dtype=FP8, device=triton_path)
+    made = _launch(lambda: K.sgl_per_token_quant_fp8(x, q, torch.empty(3, device=triton_path)))
+    assert made.kwargs["ALIGN"] == align
+    assert made.args[4:7] == (width // align, width // align, width // align)
+    with compile_lock.recording() as launches:
+        K.sgl_per_tensor_quant_fp8(x, q, torch.zeros(1, device=triton_path), False)
+    count_at = {"absmax_kernel": 2, "per_tensor_quant_kernel": 3}  # the flat count's position
+    assert [(m.args[count_at[m.kernel.fn.__name__]], m.kwargs["ALIGN"]) for m in launches] == [
+        (3 * width // align, align)] * 2
+
+
+@pytest.mark.parametrize(("hidden", "align"), [(2880, 8), (1000, 8), (1001, 1)])
+def test_the_moe_sum_passes_its_counts_divided(triton_path: str, hidden: int,
+                                               align: int) -> None:
+    x = torch.zeros(2, 4, hidden, dtype=torch.bfloat16, device=triton_path)
+    made = _launch(lambda: K.moe_sum_reduce(x, torch.empty(2, hidden, dtype=x.dtype,
+                                                           device=triton_path), 1.0))
+    assert made.kwargs["ALIGN"] == align
+    assert (made.args[2], *made.args[4:7]) == tuple(
+        v // align for v in (hidden, 4 * hidden, hidden, hidden))
+
+
 def test_aligned_rows_compile_to_16_byte_loads() -> None:
     """Compiled for sm_90, no GPU needed: with ``ALIGN`` 8 every global load of a bf16 row is
     ``ld.global.v4.b32``; with 1 (what Triton knew before) they are single ``b16`` loads."""
@@ -80,5 +110,6 @@ def test_aligned_rows_compile_to_16_byte_loads() -> None:
                       env={"TRITON_INTERPRET": ""}, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     found = done.json()
-    assert found == {"rmsnorm 1": ["ld.global.b16"], "rmsnorm 8": ["ld.global.v4.b32"],
-                     "act_and_mul 1": ["ld.global.b16"], "act_and_mul 8": ["ld.global.v4.b32"]}
+    kernels = ("rmsnorm", "act_and_mul", "per_token_quant", "moe_sum")
+    assert found == {**{f"{k} 1": ["ld.global.b16"] for k in kernels},
+                     **{f"{k} 8": ["ld.global.v4.b32"] for k in kernels}}

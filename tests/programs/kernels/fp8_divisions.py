@@ -14,11 +14,12 @@ GROUP = {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "s_ptr": "*fp32", "n_groups": "i
          "stride_s_group": "i32", "eps": "fp32", "fp8_min": "fp32", "fp8_max": "fp32",
          "BLOCK_G": 4, "BLOCK_K": 128, "UE8M0": False}
 TOKEN = {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "s_ptr": "*fp32", "n_rows": "i32",
-         "n_cols": "i32", "stride_x": "i32", "stride_q": "i32", "fp8_max": "fp32",
-         "BLOCK_M": 1, "BLOCK_N": 1024}
-ABSMAX = {"x_ptr": "*bf16", "s_ptr": "*fp32", "n": "i32", "fp8_max": "fp32", "BLOCK": 1024}
-TENSOR = {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "s_ptr": "*fp32", "n": "i32",
-          "fp8_max": "fp32", "BLOCK": 1024}
+         "n_cols_q": "i32", "stride_x_q": "i32", "stride_q_q": "i32", "fp8_max": "fp32",
+         "BLOCK_M": 1, "BLOCK_N": 1024, "ALIGN": 8}
+ABSMAX = {"x_ptr": "*bf16", "s_ptr": "*fp32", "n_q": "i32", "fp8_max": "fp32", "BLOCK": 1024,
+          "ALIGN": 8}
+TENSOR = {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "s_ptr": "*fp32", "n_q": "i32",
+          "fp8_max": "fp32", "BLOCK": 1024, "ALIGN": 8}
 CASES = {"per_token_group_quant_kernel": GROUP,
          "per_token_group_quant_kernel ue8m0": {**GROUP, "UE8M0": True},
          "per_token_quant_kernel": TOKEN, "absmax_kernel": ABSMAX,

@@ -1,5 +1,6 @@
-"""The global loads of the norm and gated-activation kernels, compiled for sm_90 (no GPU
-needed) on bf16 rows at each ``ALIGN``; prints {"kernel ALIGN": sorted load instructions}."""
+"""The global loads of the kernels that take their counts divided by ``ALIGN`` (norm, gated
+activation, per-token FP8 quantiser, MoE sum), compiled for sm_90 (no GPU needed) on bf16
+rows at ``ALIGN`` 1 and 8; prints {"kernel ALIGN": sorted load instructions}."""
 import json
 import re
 
@@ -8,6 +9,8 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from sglang_shims.kernels.ops.activation.triton import act_and_mul_kernel
+from sglang_shims.kernels.ops.fp8_quant.triton import per_token_quant_kernel
+from sglang_shims.kernels.ops.moe_align.triton import moe_sum_kernel
 from sglang_shims.kernels.ops.norm.triton import rmsnorm_kernel
 
 
@@ -24,6 +27,18 @@ def act(align):
             "stride_out_q": "i32", "ACT": 0, "BLOCK": 1024, "ALIGN": align, "USE_PDL": False}
 
 
+def token(align):
+    return {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "s_ptr": "*fp32", "n_rows": "i32",
+            "n_cols_q": "i32", "stride_x_q": "i32", "stride_q_q": "i32", "fp8_max": "fp32",
+            "BLOCK_M": 1, "BLOCK_N": 1024, "ALIGN": align}
+
+
+def moe_sum(align):
+    return {"x_ptr": "*bf16", "out_ptr": "*bf16", "hidden_q": "i32", "topk": "i32",
+            "stride_xt_q": "i32", "stride_xk_q": "i32", "stride_o_q": "i32", "scale": "fp32",
+            "BLOCK_H": 1024, "SCALE": False, "ALIGN": align}
+
+
 def loads(kernel, params):
     names = [p.name for p in kernel.params]
     signature = {k: ("constexpr" if not isinstance(v, str) else v) for k, v in params.items()}
@@ -38,5 +53,8 @@ def loads(kernel, params):
 
 print(json.dumps({f"{name} {align}": loads(kernel, params(align))
                   for name, kernel, params in (("rmsnorm", rmsnorm_kernel, norm),
-                                               ("act_and_mul", act_and_mul_kernel, act))
+                                               ("act_and_mul", act_and_mul_kernel, act),
+                                               ("per_token_quant", per_token_quant_kernel,
+                                                token),
+                                               ("moe_sum", moe_sum_kernel, moe_sum))
                   for align in (1, 8)}))

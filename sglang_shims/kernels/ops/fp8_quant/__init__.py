@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...compile_lock import launch_kernel
-from ...runtime import device_of, use_triton
+from ...runtime import device_of, use_triton, vector_align
 from . import launch
 
 if TYPE_CHECKING:
@@ -221,10 +221,11 @@ def _triton_per_token(input: torch.Tensor, output_q: torch.Tensor,
 
     n_rows, n_cols = input.shape
     cfg = launch.token_config(n_rows, n_cols)
-    key = ("fp8_token", input.dtype, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"])
+    align = vector_align(output_q.element_size(), n_cols, input.stride(0), output_q.stride(0))
+    key = ("fp8_token", input.dtype, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], align)
     launch_kernel(key, per_token_quant_kernel, launch.token_grid(n_rows, cfg),
-                  input, output_q, scales, n_rows, n_cols, input.stride(0), output_q.stride(0),
-                  FP8_MAX, **cfg)
+                  input, output_q, scales, n_rows, n_cols // align, input.stride(0) // align,
+                  output_q.stride(0) // align, FP8_MAX, ALIGN=align, **cfg)
 
 
 def _triton_per_tensor(input: torch.Tensor, output_q: torch.Tensor, scale: torch.Tensor,
@@ -234,8 +235,9 @@ def _triton_per_tensor(input: torch.Tensor, output_q: torch.Tensor, scale: torch
     n = input.numel()
     block = launch.tensor_block(n)
     grid = launch.tensor_grid(n, block)
+    align = vector_align(output_q.element_size(), n)
     if not is_static:
-        launch_kernel(("fp8_absmax", input.dtype, block), absmax_kernel, grid,
-                      input, scale, n, FP8_MAX, BLOCK=block)
-    launch_kernel(("fp8_tensor", input.dtype, block), per_tensor_quant_kernel, grid,
-                  input, output_q, scale, n, FP8_MAX, BLOCK=block)
+        launch_kernel(("fp8_absmax", input.dtype, block, align), absmax_kernel, grid,
+                      input, scale, n // align, FP8_MAX, BLOCK=block, ALIGN=align)
+    launch_kernel(("fp8_tensor", input.dtype, block, align), per_tensor_quant_kernel, grid,
+                  input, output_q, scale, n // align, FP8_MAX, BLOCK=block, ALIGN=align)

@@ -80,14 +80,21 @@ def per_token_group_quant_kernel(
     tl.store(s_ptr + row.to(tl.int64) * stride_s_row + col * stride_s_group, scale, mask=g_ok)
 
 
-@triton.jit(do_not_specialize=["n_rows"])
+# The counts come divided by ALIGN (runtime.vector_align) and are multiplied back by the
+# constexpr, so that the loads are vectorised at widths Triton does not specialise; the
+# quotients themselves are not specialised (one binary a width class).
+@triton.jit(do_not_specialize=["n_rows", "n_cols_q", "stride_x_q", "stride_q_q"])
 def per_token_quant_kernel(
     x_ptr, q_ptr, s_ptr,
-    n_rows, n_cols, stride_x, stride_q,
+    n_rows, n_cols_q, stride_x_q, stride_q_q,
     fp8_max,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    ALIGN: tl.constexpr = 1,
 ):
+    n_cols = n_cols_q * ALIGN
+    stride_x = stride_x_q * ALIGN
+    stride_q = stride_q_q * ALIGN
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     r_ok = rows < n_rows
     rows64 = rows.to(tl.int64)
@@ -110,15 +117,18 @@ def per_token_quant_kernel(
                  q.to(q_ptr.dtype.element_ty), mask=m2)
 
 
-@triton.jit(do_not_specialize=["n"])
-def absmax_kernel(x_ptr, s_ptr, n, fp8_max, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["n_q"])
+def absmax_kernel(x_ptr, s_ptr, n_q, fp8_max, BLOCK: tl.constexpr, ALIGN: tl.constexpr = 1):
+    n = n_q * ALIGN
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
     tl.atomic_max(s_ptr, tl.math.div_rn(tl.max(tl.abs(x), axis=0), fp8_max))
 
 
-@triton.jit(do_not_specialize=["n"])
-def per_tensor_quant_kernel(x_ptr, q_ptr, s_ptr, n, fp8_max, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["n_q"])
+def per_tensor_quant_kernel(x_ptr, q_ptr, s_ptr, n_q, fp8_max, BLOCK: tl.constexpr,
+                            ALIGN: tl.constexpr = 1):
+    n = n_q * ALIGN
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     scale = tl.load(s_ptr)

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...compile_lock import launch_kernel
-from ...runtime import cdiv, use_triton
+from ...runtime import cdiv, use_triton, vector_align
 from . import launch
 
 if TYPE_CHECKING:
@@ -233,9 +233,11 @@ def sum_into(input: torch.Tensor, output: torch.Tensor, scale: float | None) -> 
     out = output if output.stride(1) == 1 else torch.empty_like(output)
     tokens, topk, hidden = x.shape
     cfg = launch.sum_config(tokens, hidden)
-    key = ("moe_sum", x.dtype, cfg["BLOCK_H"], cfg["num_warps"], scale is not None)
+    strides = (x.stride(0), x.stride(1), out.stride(0))
+    align = vector_align(min(x.element_size(), out.element_size()), hidden, *strides)
+    key = ("moe_sum", x.dtype, cfg["BLOCK_H"], cfg["num_warps"], scale is not None, align)
     launch_kernel(key, moe_sum_kernel, launch.sum_grid(tokens, hidden, cfg),
-                  x, out, hidden, topk, x.stride(0), x.stride(1), out.stride(0),
-                  1.0 if scale is None else scale, SCALE=scale is not None, **cfg)
+                  x, out, hidden // align, topk, *(s // align for s in strides),
+                  1.0 if scale is None else scale, SCALE=scale is not None, ALIGN=align, **cfg)
     if out is not output:
         output.copy_(out)

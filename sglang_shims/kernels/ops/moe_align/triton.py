@@ -165,9 +165,16 @@ def align_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, c
         seen += tl.sum(onehot, axis=0)
 
 
-@triton.jit
-def moe_sum_kernel(x_ptr, out_ptr, hidden, topk, stride_xt, stride_xk, stride_o, scale,
-                   BLOCK_H: tl.constexpr, SCALE: tl.constexpr):
+# hidden and the strides come divided by ALIGN (runtime.vector_align), multiplied back by
+# the constexpr so that the loads are vectorised at any width; the quotients are not
+# specialised (one binary a width class).
+@triton.jit(do_not_specialize=["hidden_q", "stride_xt_q", "stride_xk_q", "stride_o_q"])
+def moe_sum_kernel(x_ptr, out_ptr, hidden_q, topk, stride_xt_q, stride_xk_q, stride_o_q, scale,
+                   BLOCK_H: tl.constexpr, SCALE: tl.constexpr, ALIGN: tl.constexpr = 1):
+    hidden = hidden_q * ALIGN
+    stride_xt = stride_xt_q * ALIGN
+    stride_xk = stride_xk_q * ALIGN
+    stride_o = stride_o_q * ALIGN
     token = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     ok = h < hidden
