@@ -60,12 +60,10 @@ def act_and_mul_kernel(
     the loads at widths it does not specialise (not a multiple of 16)."""
     pdl_prologue(USE_PDL)
     d = d_q * ALIGN
-    stride_x = stride_x_q * ALIGN
-    stride_out = stride_out_q * ALIGN
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     ok = cols < d
-    x_row = x_ptr + row * stride_x
+    x_row = x_ptr + row * (stride_x_q * ALIGN)
     a = tl.load(x_row + cols, mask=ok, other=0.0).to(tl.float32)
     b = tl.load(x_row + d + cols, mask=ok, other=0.0).to(tl.float32)
     if ACT == 0:  # silu
@@ -76,4 +74,5 @@ def act_and_mul_kernel(
     else:  # tanh gelu
         u = 0.7978845608028654 * (a + 0.044715 * a * a * a)
         act = a / (1.0 + tl.exp(-2.0 * u))
-    tl.store(out_ptr + row * stride_out + cols, (act * b).to(out_ptr.dtype.element_ty), mask=ok)
+    tl.store(out_ptr + row * (stride_out_q * ALIGN) + cols, (act * b).to(out_ptr.dtype.element_ty),
+             mask=ok)

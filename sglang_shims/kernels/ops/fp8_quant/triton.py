@@ -93,28 +93,25 @@ def per_token_quant_kernel(
     ALIGN: tl.constexpr = 1,
 ):
     n_cols = n_cols_q * ALIGN
-    stride_x = stride_x_q * ALIGN
-    stride_q = stride_q_q * ALIGN
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     r_ok = rows < n_rows
-    rows64 = rows.to(tl.int64)
+    x_rows = x_ptr + rows.to(tl.int64)[:, None] * (stride_x_q * ALIGN)
+    q_rows = q_ptr + rows.to(tl.int64)[:, None] * (stride_q_q * ALIGN)
     amax = tl.zeros([BLOCK_M], dtype=tl.float32)
     for start in range(0, n_cols, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         m2 = r_ok[:, None] & (cols < n_cols)[None, :]
-        x = tl.load(x_ptr + rows64[:, None] * stride_x + cols[None, :], mask=m2, other=0.0)
+        x = tl.load(x_rows + cols[None, :], mask=m2, other=0.0)
         amax = tl.maximum(amax, tl.max(tl.abs(x.to(tl.float32)), axis=1))
     scale = tl.math.div_rn(amax, fp8_max)
     inv = tl.where(scale == 0.0, 0.0, tl.math.div_rn(1.0, tl.where(scale == 0.0, 1.0, scale)))
-    tl.store(s_ptr + rows64, scale, mask=r_ok)
+    tl.store(s_ptr + rows.to(tl.int64), scale, mask=r_ok)
     for start in range(0, n_cols, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         m2 = r_ok[:, None] & (cols < n_cols)[None, :]
-        x = tl.load(x_ptr + rows64[:, None] * stride_x + cols[None, :], mask=m2,
-                    other=0.0).to(tl.float32)
+        x = tl.load(x_rows + cols[None, :], mask=m2, other=0.0).to(tl.float32)
         q = _to_fp8(x, inv[:, None], -fp8_max, fp8_max)
-        tl.store(q_ptr + rows64[:, None] * stride_q + cols[None, :],
-                 q.to(q_ptr.dtype.element_ty), mask=m2)
+        tl.store(q_rows + cols[None, :], q.to(q_ptr.dtype.element_ty), mask=m2)
 
 
 @triton.jit(do_not_specialize=["n_q"])

@@ -172,16 +172,14 @@ def align_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, c
 def moe_sum_kernel(x_ptr, out_ptr, hidden_q, topk, stride_xt_q, stride_xk_q, stride_o_q, scale,
                    BLOCK_H: tl.constexpr, SCALE: tl.constexpr, ALIGN: tl.constexpr = 1):
     hidden = hidden_q * ALIGN
-    stride_xt = stride_xt_q * ALIGN
-    stride_xk = stride_xk_q * ALIGN
-    stride_o = stride_o_q * ALIGN
     token = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     ok = h < hidden
     acc = tl.zeros([BLOCK_H], dtype=tl.float32)
+    x_token = x_ptr + token * (stride_xt_q * ALIGN) + h
     for k in range(0, topk):
-        acc += tl.load(x_ptr + token * stride_xt + k * stride_xk + h, mask=ok,
-                       other=0.0).to(tl.float32)
+        acc += tl.load(x_token + k * (stride_xk_q * ALIGN), mask=ok, other=0.0).to(tl.float32)
     if SCALE:
         acc = acc * scale
-    tl.store(out_ptr + token * stride_o + h, acc.to(out_ptr.dtype.element_ty), mask=ok)
+    tl.store(out_ptr + token * (stride_o_q * ALIGN) + h, acc.to(out_ptr.dtype.element_ty),
+             mask=ok)

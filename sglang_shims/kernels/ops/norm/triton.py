@@ -46,16 +46,13 @@ def rmsnorm_kernel(
     back here by a constexpr, their divisibility is known and the loads are vectorised."""
     pdl_prologue(USE_PDL)
     n_cols = n_cols_q * ALIGN
-    stride_x = stride_x_q * ALIGN
-    stride_res = stride_res_q * ALIGN
-    stride_out = stride_out_q * ALIGN
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < n_rows
     rows = rows.to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
-    x_rows = x_ptr + rows[:, None] * stride_x
-    r_rows = res_ptr + rows[:, None] * stride_res
-    o_rows = out_ptr + rows[:, None] * stride_out
+    x_rows = x_ptr + rows[:, None] * (stride_x_q * ALIGN)
+    r_rows = res_ptr + rows[:, None] * (stride_res_q * ALIGN)
+    o_rows = out_ptr + rows[:, None] * (stride_out_q * ALIGN)
     if SINGLE_PASS:
         col_ok = cols < n_cols
         mask = row_ok[:, None] & col_ok[None, :]
