@@ -19,16 +19,11 @@ import types
 
 import torch
 
+from batch_serving import cpu_streams, serve_batch
 from with_defaults import with_defaults
 
 
-class _Stream:
-    def __init__(self, *a, **k): pass
-    def wait_stream(self, *a, **k): pass
-    def synchronize(self): pass
-torch.cuda.Stream = _Stream
-torch.cuda.current_stream = lambda *a, **k: _Stream()
-torch.cuda.stream = lambda s=None: contextlib.nullcontext()
+cpu_streams()
 importlib.import_module("sglang.srt.configs.model_config")
 import sgl_kernel
 import transformers
@@ -36,11 +31,6 @@ from sglang.srt import server_args as sa_module
 from sglang.srt.distributed import parallel_state as ps
 from sglang.srt.layers import dp_attention
 from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
-from sglang.srt.model_executor.forward_batch_info import (
-    CaptureHiddenMode,
-    ForwardBatch,
-    ForwardMode,
-)
 
 BACKEND = os.environ["H2_BACKEND"]
 HEADS, KV_HEADS, HEAD_DIM, LAYERS = 4, 2, 64, 2
@@ -94,15 +84,6 @@ g = torch.Generator().manual_seed(7)
 PROMPTS = [torch.randint(3, 128, (n,), generator=g).tolist() for n in LENS]
 
 
-def forward_context(mr):
-    """What ModelRunner publishes around each forward from 0.5.17 on; nothing before."""
-    try:
-        fc = importlib.import_module("sglang.srt.model_executor.forward_context")
-    except ImportError:
-        return contextlib.nullcontext()
-    return fc.forward_context(fc.ForwardContext(attn_backend=mr.attn_backend))
-
-
 def runner(hf_config):
     """What sglang's backends read from a ModelRunner, with real pools on the CPU."""
     from sglang.srt.configs.model_config import AttentionArch
@@ -132,51 +113,6 @@ def runner(hf_config):
     return mr
 
 
-def batch(mr, mode, **fields):
-    fb = with_defaults(ForwardBatch)
-    fb.forward_mode, fb.batch_size, fb.return_logprob = mode, len(LENS), False
-    fb.capture_hidden_mode = CaptureHiddenMode.NULL
-    fb.req_to_token_pool, fb.token_to_kv_pool = mr.req_to_token_pool, mr.token_to_kv_pool
-    fb.attn_backend, fb.req_pool_indices = mr.attn_backend, torch.arange(len(LENS))
-    for k, v in fields.items():
-        setattr(fb, k, v)
-    fb.seq_lens_cpu, fb.seq_lens_sum = fb.seq_lens.clone(), int(fb.seq_lens.sum())
-    return fb
-
-
-def serve(model, mr):
-    """Prefill all prompts in one extend batch, then STEPS greedy decode steps."""
-    table = mr.req_to_token_pool.req_to_token
-    free = iter(range(1, 2048))                  # slot 0 is sglang's padding slot
-    slots = [torch.tensor([next(free) for _ in range(n)]) for n in LENS]
-    for i, s in enumerate(slots):
-        table[i, :len(s)] = s.to(table.dtype)
-    fb = batch(mr, ForwardMode.EXTEND, input_ids=torch.tensor([t for p in PROMPTS for t in p]),
-               positions=torch.cat([torch.arange(n) for n in LENS]), seq_lens=torch.tensor(LENS),
-               extend_seq_lens=torch.tensor(LENS, dtype=torch.int32), extend_seq_lens_cpu=LENS,
-               extend_prefix_lens=torch.zeros(len(LENS), dtype=torch.int32),
-               extend_prefix_lens_cpu=[0] * len(LENS), extend_num_tokens=sum(LENS),
-               extend_start_loc=torch.tensor([0, *LENS[:-1]]).cumsum(0).to(torch.int32),
-               out_cache_loc=torch.cat(slots))
-    lens, tokens, logits = list(LENS), [[] for _ in LENS], [[] for _ in LENS]
-    for step in range(STEPS + 1):
-        mr.attn_backend.init_forward_metadata(fb)
-        with torch.no_grad(), forward_context(mr):
-            out = model(fb.input_ids, fb.positions, fb).next_token_logits
-        for i, row in enumerate(out):
-            logits[i].append(row.clone())
-            tokens[i].append(int(row.argmax()))
-        if step == STEPS:
-            return tokens, logits
-        new = torch.tensor([next(free) for _ in LENS])
-        for i in range(len(LENS)):
-            table[i, lens[i]] = int(new[i])
-        fb = batch(mr, ForwardMode.DECODE, input_ids=torch.tensor([t[-1] for t in tokens]),
-                   positions=torch.tensor(lens), seq_lens=torch.tensor(lens) + 1,
-                   out_cache_loc=new)
-        lens = [n + 1 for n in lens]
-
-
 tiny = dict(vocab_size=128, hidden_size=256, intermediate_size=256, num_hidden_layers=LAYERS,
             num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, head_dim=HEAD_DIM,
             max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=False,
@@ -191,7 +127,7 @@ for label, module, name in (("qwen3", "sglang.srt.models.qwen3", "Qwen3ForCausal
     with torch.no_grad():
         hf.lm_head.weight.mul_(4.0)             # peakier logits: fewer near-ties
     model.load_weights(list(hf.state_dict().items()))
-    tokens, logits = serve(model, runner(cfg))
+    tokens, logits = serve_batch(model, runner(cfg), PROMPTS, STEPS, 2048)
     worst, identical = 0.0, 0
     for i, prompt in enumerate(PROMPTS):
         with torch.no_grad():

@@ -16,7 +16,8 @@ import time
 import traceback
 import types
 
-from with_defaults import with_defaults  # a piece of tests/programs, put in place
+from batch_serving import cpu_streams, serve_batch  # pieces of tests/programs, put in place
+from with_defaults import with_defaults
 
 GRAPH = [
     "sglang.launch_server", "sglang.srt.entrypoints.http_server",
@@ -145,13 +146,7 @@ def server_args():
 def setup():
     import torch
 
-    class _Stream:
-        def __init__(self, *a, **k): pass
-        def wait_stream(self, *a, **k): pass
-        def synchronize(self): pass
-    torch.cuda.Stream = _Stream
-    torch.cuda.current_stream = lambda *a, **k: _Stream()
-    torch.cuda.stream = lambda s=None: contextlib.nullcontext()
+    cpu_streams()
     if not in_release("sglang.srt.layers.dp_attention"):  # before 0.4.1.post7
         raise HarnessError("no sglang.srt.layers.dp_attention in this release: the harness"
                            " sets up the distributed state of 0.4.1.post7 and later")
@@ -232,63 +227,6 @@ def runner():
     return mr
 
 
-def batch(mr, mode, **fields):
-    import torch
-    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch
-    fb = with_defaults(ForwardBatch)
-    fb.forward_mode, fb.batch_size, fb.return_logprob = mode, len(LENS), False
-    fb.capture_hidden_mode = CaptureHiddenMode.NULL
-    fb.req_to_token_pool, fb.token_to_kv_pool = mr.req_to_token_pool, mr.token_to_kv_pool
-    fb.attn_backend, fb.req_pool_indices = mr.attn_backend, torch.arange(len(LENS))
-    for k, v in fields.items():
-        setattr(fb, k, v)
-    fb.seq_lens_cpu, fb.seq_lens_sum = fb.seq_lens.clone(), int(fb.seq_lens.sum())
-    return fb
-
-
-def forward_context(mr):
-    """What ModelRunner publishes around each forward from 0.5.17 on (the layers read the
-    attention backend and pools from it); nothing before."""
-    try:
-        fc = importlib.import_module("sglang.srt.model_executor.forward_context")
-    except ImportError:
-        return contextlib.nullcontext()
-    return fc.forward_context(fc.ForwardContext(attn_backend=mr.attn_backend))
-
-
-def serve(model, mr, prompts):
-    import torch
-    from sglang.srt.model_executor.forward_batch_info import ForwardMode
-    table = mr.req_to_token_pool.req_to_token
-    free = iter(range(1, 512))
-    slots = [torch.tensor([next(free) for _ in range(n)]) for n in LENS]
-    for i, s in enumerate(slots):
-        table[i, :len(s)] = s.to(table.dtype)
-    fb = batch(mr, ForwardMode.EXTEND, input_ids=torch.tensor([t for p in prompts for t in p]),
-               positions=torch.cat([torch.arange(n) for n in LENS]), seq_lens=torch.tensor(LENS),
-               extend_seq_lens=torch.tensor(LENS, dtype=torch.int32), extend_seq_lens_cpu=LENS,
-               extend_prefix_lens=torch.zeros(len(LENS), dtype=torch.int32),
-               extend_prefix_lens_cpu=[0] * len(LENS), extend_num_tokens=sum(LENS),
-               extend_start_loc=torch.tensor([0, *LENS[:-1]]).cumsum(0).to(torch.int32),
-               out_cache_loc=torch.cat(slots))
-    lens, tokens = list(LENS), [[] for _ in LENS]
-    for step in range(STEPS + 1):
-        mr.attn_backend.init_forward_metadata(fb)
-        with torch.no_grad(), forward_context(mr):
-            out = model(fb.input_ids, fb.positions, fb).next_token_logits
-        for i, row in enumerate(out):
-            tokens[i].append(int(row.argmax()))
-        if step == STEPS:
-            return tokens
-        new = torch.tensor([next(free) for _ in LENS])
-        for i in range(len(LENS)):
-            table[i, lens[i]] = int(new[i])
-        fb = batch(mr, ForwardMode.DECODE, input_ids=torch.tensor([t[-1] for t in tokens]),
-                   positions=torch.tensor(lens), seq_lens=torch.tensor(lens) + 1,
-                   out_cache_loc=new)
-        lens = [n + 1 for n in lens]
-
-
 def model_check():
     import torch
     import transformers
@@ -322,7 +260,7 @@ def model_check():
         with torch.no_grad():
             hf.lm_head.weight.mul_(4.0)  # peakier logits: fewer near-ties
         model.load_weights([(k, v.to(torch.bfloat16)) for k, v in hf.state_dict().items()])
-        tokens = serve(model, mr_factory(), prompts)
+        tokens = serve_batch(model, mr_factory(), prompts, STEPS, 512)[0]
         same, worst = 0, 0.0
         for i, prompt in enumerate(prompts):
             with torch.no_grad():
