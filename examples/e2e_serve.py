@@ -101,13 +101,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+DENSE_SHAPE = ("hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads",
+               "num_key_value_heads", "head_dim")
+"""The fields of ``--speed-model`` and ``--speed-fp8``, in their order."""
 MOE_SHAPE = ("hidden_size", "num_hidden_layers", "moe_intermediate_size", "num_experts",
              "num_experts_per_tok", "num_attention_heads", "num_key_value_heads", "head_dim")
 """The fields of ``--speed-moe``, in its order."""
 
 
 def build_assets(work: Path, speed_shape: str = "", extra: list[str] | None = None,
-                 moe_shape: str = "") -> dict[str, Any]:
+                 moe_shape: str = "", fp8_shape: str = "",
+                 fp8_speed: tuple[str, ...] = ()) -> dict[str, Any]:
     """Tokenizer + Qwen3 + Llama with random weights, saved with save_pretrained, and the
     MoE/FP8 models of ``extra`` (``_e2e_models.build``: the folder sglang serves and the
     one transformers runs, which differ for FP8).
@@ -116,7 +120,9 @@ def build_assets(work: Path, speed_shape: str = "", extra: list[str] | None = No
     larger Qwen3 saved in bfloat16 that only the speed runs use: on the small model a decode
     step is bound by sglang's host-side loop, and the kernels' speed does not show.
     ``moe_shape`` (:data:`MOE_SHAPE`) likewise adds a bfloat16 Qwen3-MoE,
-    ``qwen3moe-speed``, that the ``qwen3moe`` speed runs serve instead of the small one."""
+    ``qwen3moe-speed``, that the ``qwen3moe`` speed runs serve instead of the small one, and
+    ``fp8_shape`` (:data:`DENSE_SHAPE`) an FP8 model of that shape for each name of
+    ``fp8_speed`` (``qwen3-fp8-speed``, ...), served by their speed runs."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import (
@@ -151,11 +157,8 @@ def build_assets(work: Path, speed_shape: str = "", extra: list[str] | None = No
         fast.save_pretrained(folder)
         out[name] = folder
     if speed_shape:
-        hidden, layers, inter, heads, kv, head_dim = (int(x) for x in speed_shape.split(","))
         torch.manual_seed(1234)
-        big = dict(common, hidden_size=hidden, num_hidden_layers=layers,
-                   intermediate_size=inter, num_attention_heads=heads,
-                   num_key_value_heads=kv, head_dim=head_dim, torch_dtype="bfloat16",
+        big = dict(common, **shape_fields(DENSE_SHAPE, speed_shape), torch_dtype="bfloat16",
                    initializer_range=0.02)
         model = Qwen3ForCausalLM(Qwen3Config(**big)).to(torch.bfloat16)
         folder = work / "qwen3-speed"
@@ -163,16 +166,26 @@ def build_assets(work: Path, speed_shape: str = "", extra: list[str] | None = No
         fast.save_pretrained(folder)
         out["qwen3-speed"] = folder
     if moe_shape:
-        moe = dict(common, **dict(zip(MOE_SHAPE, (int(x) for x in moe_shape.split(",")),
-                                      strict=True)), initializer_range=0.02, torch_dtype="bfloat16")
+        moe = dict(common, **shape_fields(MOE_SHAPE, moe_shape), initializer_range=0.02,
+                   torch_dtype="bfloat16")
         out["qwen3moe-speed"] = e2e_models.build("qwen3moe", moe, work / "speed", fast,
                                                  bf16=True)["serve"]
+    for name in fp8_speed if fp8_shape else ():
+        dense = dict(common, **shape_fields(DENSE_SHAPE, fp8_shape), initializer_range=0.02,
+                     torch_dtype="bfloat16")
+        out[f"{name}-speed"] = e2e_models.build(name, dense, work / "speed", fast,
+                                                bf16=True)["serve"]
     references = dict(out)
     for name in extra or []:
         folders = e2e_models.build(name, common, work, fast)
         out[name], references[name] = folders["serve"], folders["reference"]
     prompts = [fast.encode(CORPUS[i * 23:i * 23 + 40 + 7 * i]) for i in range(8)]
     return {"models": out, "references": references, "prompts": prompts, "vocab": vocab}
+
+
+def shape_fields(fields: tuple[str, ...], shape: str) -> dict[str, int]:
+    """A ``--speed-*`` shape ("2048,6,...") as the config fields it names, in order."""
+    return dict(zip(fields, (int(x) for x in shape.split(",")), strict=True))
 
 
 def reference(folder: Path, prompts: list[list[int]], new: int, eos: str = "ignore",
@@ -710,6 +723,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              " HIDDEN,LAYERS,MOE_INTERMEDIATE,EXPERTS,TOP_K,HEADS,KV_HEADS,"
                              "HEAD_DIM (e.g. 2048,6,768,128,8,32,4,128: Qwen3-30B-A3B's,"
                              " 6 of its 48 layers); default: the correctness model")
+    parser.add_argument("--speed-fp8", default="",
+                        help="shape of separate bf16-activation FP8 models for the speed runs of"
+                             " qwen3-fp8/llama-fp8 (their quantisation, this shape):"
+                             " HIDDEN,LAYERS,INTERMEDIATE,HEADS,KV_HEADS,HEAD_DIM (e.g."
+                             " 4096,8,12288,32,8,128: Qwen3-8B's widths, 8 of its 36 layers);"
+                             " default: the correctness models")
     parser.add_argument("--cuda-graphs", action="store_true",
                         help="speed runs with sglang's decode CUDA graphs (up to the largest"
                              " batch)")
@@ -721,7 +740,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         unknown = [n for n in names.split(",") if n and n not in known]
         if unknown:
             parser.error(f"{option}: unknown model(s) {unknown}; known: {sorted(known)}")
-    for option, shape, fields in (("--speed-model", args.speed_model, 6),
+    for option, shape, fields in (("--speed-model", args.speed_model, len(DENSE_SHAPE)),
+                                  ("--speed-fp8", args.speed_fp8, len(DENSE_SHAPE)),
                                   ("--speed-moe", args.speed_moe, len(MOE_SHAPE))):
         if shape and not re.fullmatch(",".join([r"\d+"] * fields), shape):
             parser.error(f"{option}: {shape!r} is not {fields} comma-separated integers")
@@ -805,7 +825,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     work_dir = Path(tempfile.mkdtemp(prefix="sglang-shims-e2e-"))
-    assets = build_assets(work_dir, args.speed_model, extra, args.speed_moe)
+    fp8_speed = tuple(n for n in args.speed_models.split(",")
+                      if e2e_models.SPECS.get(n, {}).get("quant"))
+    assets = build_assets(work_dir, args.speed_model, extra, args.speed_moe, args.speed_fp8,
+                          fp8_speed)
     prompts = assets["prompts"]
     results: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"), "gpu": torch.cuda.get_device_name(0),
@@ -899,7 +922,8 @@ def main(argv: list[str] | None = None) -> int:
         run["model"] = name
         run["mode"] = mode
         run["mode_problem"] = mode_problem(mode, run.get("report"))
-        shapes = {"qwen3": args.speed_model, "qwen3moe": args.speed_moe}
+        shapes = {"qwen3": args.speed_model, "qwen3moe": args.speed_moe,
+                  **{n: args.speed_fp8 for n in fp8_speed}}
         run["model_shape"] = shapes.get(name) or "correctness model"
         results[key] = run
         print(json.dumps({key: {k: v for k, v in run.items() if k != "batches"}}), flush=True)

@@ -315,14 +315,36 @@ def test_the_moe_speed_shape_is_read_field_by_field_and_checked(e2e: ModuleType,
     missing is refused, not zipped short."""
     args = e2e.parse_args(["--speed-moe", "2048,6,768,128,8,32,4,128", "--speed",
                            "none:triton", "--speed-models", "qwen3moe"])
-    fields = dict(zip(e2e.MOE_SHAPE, (int(x) for x in args.speed_moe.split(",")),
-                      strict=True))
+    fields = e2e.shape_fields(e2e.MOE_SHAPE, args.speed_moe)
     assert fields["num_experts"] == 128 and fields["num_experts_per_tok"] == 8
     assert fields["moe_intermediate_size"] == 768 and fields["num_hidden_layers"] == 6
     for bad in ("2048,6,768,128,8,32,4", "2048,6,768,128,8,32,4,128,1", "2048,6,x,1,1,1,1,1"):
         with pytest.raises(SystemExit):
             e2e.parse_args(["--speed-moe", bad])
         assert "is not 8 comma-separated integers" in capsys.readouterr().err
+
+
+def test_the_fp8_speed_shape_builds_each_fp8_speed_model_at_that_shape(
+        e2e: ModuleType, tmp_path: Path, capsys: Any) -> None:
+    """``--speed-fp8`` gives the FP8 models of ``--speed-models`` a speed-run twin at its
+    shape (Qwen3-8B's widths on the GPU; a small one here), quantised as the correctness
+    model is; the dense models are left alone."""
+    need("transformers")
+    need("safetensors")
+    import json
+
+    args = e2e.parse_args(["--speed-fp8", "256,1,512,2,1,128", "--speed", "none:triton",
+                           "--speed-models", "qwen3-fp8,qwen3"])
+    assert args.speed_fp8 == "256,1,512,2,1,128"
+    with pytest.raises(SystemExit):
+        e2e.parse_args(["--speed-fp8", "256,1,512,2,1"])
+    assert "is not 6 comma-separated integers" in capsys.readouterr().err
+    assets = e2e.build_assets(tmp_path, fp8_shape=args.speed_fp8, fp8_speed=("qwen3-fp8",))
+    assert "qwen3-fp8-speed" in assets["models"] and "qwen3-speed" not in assets["models"]
+    config = json.loads((assets["models"]["qwen3-fp8-speed"] / "config.json").read_text())
+    assert {k: config[k] for k in e2e.DENSE_SHAPE} == e2e.shape_fields(e2e.DENSE_SHAPE,
+                                                                       args.speed_fp8)
+    assert config["quantization_config"]["weight_block_size"] == [128, 128]
 
 
 @pytest.mark.wheels
