@@ -23,7 +23,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from sglang_shims.kernels.standin.provider import SubmoduleFinder
-from sglang_shims.patching import OptionalSymbol, PatchContext
+from sglang_shims.patching import OptionalSymbol, PatchContext, unavailable
 
 PACKAGE = "deep_gemm"
 
@@ -79,8 +79,6 @@ def provide(ctx: PatchContext) -> None:
 
 def _explain(qualname: str, cause: str, patch_id: str) -> Callable[[], str]:
     def text() -> str:
-        return (f"{qualname} is not available: {cause}; sglang-shims stands in for deep_gemm"
-                f" only so that sglang imports. {REMEDY}"
-                f" [patch {patch_id!r}; `sglang-shims explain {patch_id}`]")
+        return unavailable(qualname, cause, REMEDY, patch_id)
 
     return text

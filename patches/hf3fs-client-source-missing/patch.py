@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_shims.patching import OptionalSymbol, PatchContext
+from sglang_shims.patching import OptionalSymbol, PatchContext, unavailable
 
 SOURCE = "hf3fs_utils.cpp"
 REMEDY = ("Use sglang 0.4.10.post2 or later for the hf3fs storage backend, or another"
@@ -34,8 +34,7 @@ def provide(ctx: PatchContext) -> None:
     name, cause, patch_id = ctx.module.__name__, ctx.cause, ctx.manifest.id
 
     def explain() -> str:
-        return (f"{name}.Hf3fsClient is not available: {cause}. {REMEDY}"
-                f" [patch {patch_id!r}; `sglang-shims explain {patch_id}`]")
+        return unavailable(f"{name}.Hf3fsClient", cause, REMEDY, patch_id)
 
     ctx.module.Hf3fsClient = OptionalSymbol(  # type: ignore[attr-defined]
         name, "Hf3fsClient", patch_id, explain)

@@ -16,7 +16,7 @@ import importlib.util
 from enum import Enum
 from typing import Any
 
-from sglang_shims.patching import PatchContext
+from sglang_shims.patching import PatchContext, unavailable
 
 NAMES = ("AIRPORT_IATA_LIST", "IATA")
 REMEDY = ("Install airportsdata (what outlines 0.1 builds this type from) or outlines"
@@ -48,9 +48,9 @@ def provide(ctx: PatchContext) -> None:
 
     def missing(name: str) -> Any:
         if name in NAMES:
-            raise AttributeError(f"outlines.types.airports.{name} is not available: {cause},"
-                                 f" and airportsdata is not installed either. {REMEDY}"
-                                 f" [patch {ctx.manifest.id!r}]")
+            raise AttributeError(unavailable(f"outlines.types.airports.{name}",
+                                             f"{cause}, and airportsdata is not installed"
+                                             " either", REMEDY, ctx.manifest.id))
         raise AttributeError(f"module 'outlines.types.airports' has no attribute {name!r}")
 
     module.__getattr__ = missing  # type: ignore[method-assign]

@@ -22,7 +22,13 @@ from typing import Any
 
 from sglang_shims.kernels.serving import hybrid
 from sglang_shims.kernels.surface import symbols
-from sglang_shims.patching import KERNEL_DISTS, OptionalSymbol, PatchContext, Retired
+from sglang_shims.patching import (
+    KERNEL_DISTS,
+    OptionalSymbol,
+    PatchContext,
+    Retired,
+    unavailable,
+)
 
 
 def _kernel(ctx: PatchContext) -> tuple[str, str | None]:
@@ -54,11 +60,11 @@ def explain(name: str, sglang: str, module: str, kernel: str) -> str:
     install = (f"sglang {sglang} pins {pin}: pip install '{pin}' (the build matching your"
                " torch)" if pin else
                "install one of those kernel versions (the build matching your torch)")
-    return (f"sgl_kernel.{name} is not available: the installed {kernel} does not export it,"
-            f" and sglang {sglang} imports it at module level (first in {module}). Kernel"
-            f" versions that export it: {symbols.exported_by(name)}. {install}."
-            " [sglang-shims patch 'sgl-kernel-missing-symbols' supplies the name so that"
-            " importing sglang works; see `sglang-shims explain sgl-kernel-missing-symbols`]")
+    return unavailable(f"sgl_kernel.{name}",
+                       f"the installed {kernel} does not export it, and sglang {sglang} imports"
+                       f" it at module level (first in {module}). Kernel versions that export"
+                       f" it: {symbols.exported_by(name)}", f"{install}.",
+                       "sgl-kernel-missing-symbols")
 
 
 def missing(sglang: str, module: Any, kernel: str | None = None) -> dict[str, str] | None:

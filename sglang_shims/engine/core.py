@@ -360,6 +360,8 @@ class Engine:
 
     def _explainer(self, manifest: Manifest, provide: Provide) -> Callable[[], str]:
         def explain() -> str:
+            from .proxy import unavailable  # with the proxy that raises it, not at wake-up
+
             dists = provide.provider_dists
             installed = "the installed kernel"
             if dists:
@@ -367,10 +369,9 @@ class Engine:
                 installed = (f"the installed {dist} {version}" if version else
                              f"the installed package (no {' or '.join(dists)} distribution"
                              " found)")
-            return (f"{manifest.target}.{provide.name} is not available: {installed} does not"
-                    f" export it. It was exported by {provide.exported_by}. {provide.remedy}"
-                    f" [sglang-shims patch {manifest.id!r} supplies the name so that importing"
-                    f" sglang works; see `sglang-shims explain {manifest.id}`]")
+            return unavailable(f"{manifest.target}.{provide.name}",
+                               f"{installed} does not export it. It was exported by"
+                               f" {provide.exported_by}", provide.remedy, manifest.id)
 
         return explain
 

@@ -27,6 +27,18 @@ from .._errors import MissingSymbolError
 log = logging.getLogger("sglang_shims")
 
 
+def unavailable(qualname: str, cause: str, remedy: str, patch_id: str) -> str:
+    """The one wording of "this name cannot be used here", for every stand-in's error: what
+    is missing, why, what to do, and which patch put the stand-in there -- with the command
+    that explains that patch, since the user did not ask for it and may not know it exists.
+
+    ``cause`` is a clause (its final full stop is dropped); ``remedy`` one or more sentences.
+    """
+    return (f"{qualname} is not available: {cause.rstrip().rstrip('.')}. {remedy.strip()}"
+            f" [sglang-shims patch {patch_id!r} stands in for it so that importing works;"
+            f" see `sglang-shims explain {patch_id}`]")
+
+
 class OptionalSymbol:
     """A callable placeholder for ``module.name``; see the module docstring."""
 

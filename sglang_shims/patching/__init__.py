@@ -7,7 +7,9 @@ be rolled back and reported.  The helpers here are the shapes patches kept writi
 themselves: reading an argument of a wrapped call (:func:`argument`), showing values while
 one call runs (:func:`temporarily`), a class built in a patch that must look like its
 module's own (:func:`module_level`) and the recurring transformers-5 fixes
-(:func:`keep_as_class_attributes`, :func:`tie_nothing`).  :data:`KERNEL_DISTS` names the
+(:func:`keep_as_class_attributes`, :func:`tie_nothing`), and the one wording of a stand-in's
+error (:func:`unavailable`, for the ``explain`` of an :class:`OptionalSymbol`).
+:data:`KERNEL_DISTS` names the
 kernel's two distributions in the order to ask ``ctx.version`` about them.
 """
 
@@ -18,7 +20,7 @@ from typing import Any, Protocol
 
 from .._errors import MissingSymbolError
 from ..engine.journal import PatchContext, Retired
-from ..engine.proxy import OptionalSymbol
+from ..engine.proxy import OptionalSymbol, unavailable
 from .calls import Argument, argument, temporarily
 from .classes import module_level
 from .dists import KERNEL_DISTS
@@ -26,7 +28,8 @@ from .transformers5 import keep_as_class_attributes, tie_nothing
 
 __all__ = ["KERNEL_DISTS", "Argument", "MissingSymbolError", "OptionalSymbol", "PatchContext",
            "PatchModule", "Retired", "StandInModule", "Wrapper", "argument",
-           "keep_as_class_attributes", "module_level", "temporarily", "tie_nothing"]
+           "keep_as_class_attributes", "module_level", "temporarily", "tie_nothing",
+           "unavailable"]
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 """What ``ctx.wrap`` takes: ``wrapper(wrapped, instance, args, kwargs)``, as in wrapt."""

@@ -75,8 +75,8 @@ def test_a_stand_in_says_why_when_called(clean: None) -> None:
         " fallback kernels (no CUDA), which implement only the ops a dense bf16/fp16 model,"
         " MoE routing and FP8 (activation quantisation, per-tensor/channel and 128x128-block"
         " scaled matmuls) need. Install a kernel built for this torch."
-        " [patch 'sgl-kernel-triton-fallback'; `sglang-shims explain"
-        " sgl-kernel-triton-fallback`]")
+        " [sglang-shims patch 'sgl-kernel-triton-fallback' stands in for it so that"
+        " importing works; see `sglang-shims explain sgl-kernel-triton-fallback`]")
 
 
 def test_a_package_keeps_a_common_ops_it_has(clean: None) -> None:

@@ -21,7 +21,7 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
-from ...engine.proxy import OptionalSymbol
+from ...engine.proxy import OptionalSymbol, unavailable
 from ..surface import exports
 
 
@@ -72,12 +72,11 @@ class Provider:
         """The message a stand-in for ``qualname`` raises with, built when it is raised."""
 
         def text() -> str:
-            return (f"{qualname} is not available: sgl_kernel is served by sglang-shims'"
-                    f" fallback kernels ({self.cause}), which implement only the ops a"
-                    f" dense bf16/fp16 model, MoE routing and FP8 (activation"
-                    f" quantisation, per-tensor/channel and 128x128-block scaled matmuls)"
-                    f" need. {self.remedy}"
-                    f" [patch {self.patch_id!r}; `sglang-shims explain {self.patch_id}`]")
+            return unavailable(qualname, f"sgl_kernel is served by sglang-shims' fallback"
+                               f" kernels ({self.cause}), which implement only the ops a"
+                               " dense bf16/fp16 model, MoE routing and FP8 (activation"
+                               " quantisation, per-tensor/channel and 128x128-block scaled"
+                               " matmuls) need", self.remedy, self.patch_id)
 
         return text
 
