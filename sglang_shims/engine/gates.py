@@ -70,12 +70,9 @@ class Environment:
 
 
 def _installed_version(dist: str) -> str | None:
-    from importlib import metadata
+    from . import installed  # importlib.metadata's answer, read cheaply
 
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
+    return installed.version(dist)
 
 
 def detect_gpus() -> tuple[list[tuple[int, int]], str]:
