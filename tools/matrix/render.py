@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 from sglang_shims.cli.doctor.checks.tested import tidy
 from tests.support.run import REPO
 
-from .run import DATA, RELAX, REMEDY, load, replacements
+from .run import DATA, RELAX, REMEDY, UNDECLARED, load, replacements
 
 MD = REPO / "docs" / "compatibility.md"
 SVG = REPO / "docs" / "compatibility.svg"
@@ -94,7 +94,10 @@ def ran_transformers5(releases: dict[str, Any]) -> tuple[str, dict[str, str]]:
 
 
 def _replaced(override: str) -> str:
-    """An override as the page says it: a requirement, or a package the run left out."""
+    """An override as the page says it: a requirement, a package the run left out, or one
+    it added (``+name``: imported by the release, never declared)."""
+    if override.startswith("+"):
+        return f"`{override[1:]}` added"
     name, _, marker = override.partition(";")
     if "never" in marker:
         return f"`{name.strip()}` left out"
@@ -173,6 +176,8 @@ def markdown(data: dict[str, Any]) -> str:
               " complaint decides):", ""]
     lines += [f"- {what}: {why}." for _complaint, _override, what, why in RELAX]
     lines += [f"- {what} (a remedy): {why}." for _broken, _override, what, why in REMEDY]
+    lines += [f"- {what} (imported, undeclared): {why}."
+              for _module, _requirement, what, why in UNDECLARED]
     timed = [e["seconds"] for e in releases.values()
              if not all("env_error" in c for c in e["cells"])]  # an environment that
     if timed:  # failed to install ran no cell: its seconds say nothing about a run
