@@ -229,13 +229,16 @@ CAUSES = [
      " whose CUDA path calls vllm's compiled ops (`torch.ops._C.rms_norm`, ...): with CUDA"
      " faked on this CPU machine, vllm's wheel has no CPU kernels for them. A GPU would run"
      " them; no verdict on the model here."),
-    (r"No module named 'transformers\.masking_utils'", HARNESS,
-     "sglang 0.4.4.post2 imports compressed-tensors without declaring it (0.4.4.post3 adds"
-     " it to its requirements), so the run's overlay has none and the run machine's own"
-     " compressed-tensors (0.20, which needs transformers 4.53+) is found instead: an"
-     " artefact of the run environment; a fresh install of 0.4.4.post2 has no"
-     " compressed-tensors at all. Not yet answered by the runner (a remedy installing the"
-     " 0.12 a user needs is still to add)."),
+    (r"sglang\.srt\.layers\.quantization\.gptq`: ImportError: vllm is not installed",
+     "Needs an optional dependency",
+     "sglang 0.4.4.post2 made vllm optional (0.4.4.post1 required it) and registers its"
+     " GPTQ and GPTQ-Marlin methods only when vllm imports (`quantization/__init__.py`"
+     " imports `quantization.gptq` inside its `try: from vllm...`); `quantization/gptq.py`"
+     " itself raises `ImportError(\"vllm is not installed\")` in a class body without it, and"
+     " the probe imports that module directly. Nothing else of the release imports it, so"
+     " the rest of the graph and the model check run; a GPTQ checkpoint needs vllm"
+     " installed, as 0.4.4.post3 still does at use (it only stubs the import). Not a shim"
+     " gap: GPTQ's linear methods there are vllm's own, nothing to stand in for."),
     (r"Ninja build failed", SHIM_GAP,
      "These releases take flashinfer's `fused_add_rmsnorm` whenever flashinfer is installed"
      " (`layernorm.py`: `if _is_flashinfer_available: from flashinfer.norm import"
