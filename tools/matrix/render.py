@@ -224,11 +224,17 @@ CAUSES = [
      " execute it. `sglang-jit-rope-fallback` and `sglang-kernels-rope-fallback` serve it"
      " from the fallback where that stands in for sgl_kernel; a cell that still shows this"
      " was run on a commit before them (the commit is listed)."),
-    (r"'_OpNamespace' '_C' object has no attribute", NO_VERDICT,
-     "sglang up to 0.4.1.post7 run their norms and activations through vllm's CustomOp,"
-     " whose CUDA path calls vllm's compiled ops (`torch.ops._C.rms_norm`, ...): with CUDA"
-     " faked on this CPU machine, vllm's wheel has no CPU kernels for them. A GPU would run"
-     " them; no verdict on the model here."),
+    (r"'_OpNamespace' '_C' object has no attribute", SHIM_GAP,
+     "On their CUDA path sglang 0.4.1.post7 (norms, activations and RoPE: vllm's RMSNorm"
+     " and SiluAndMul where flashinfer is missing, `vllm._custom_ops.rotary_embedding`) and"
+     " 0.4.2 (RoPE only; 0.4.2.post1 moved it to sgl_kernel) call vllm's compiled ops"
+     " (`torch.ops._C.rms_norm`, `rotary_embedding`, ...). The `_C.abi3.so` of the vllm"
+     " they pin (0.6.4.post1) cannot load on today's torch, on a GPU as on this CPU"
+     " machine: it needs libcudart.so.12 (torch 2.14.1 is built for CUDA 13) and 18"
+     " libtorch/c10 symbols torch 2.14.1 no longer defines (`c10::cuda::SetDevice(signed"
+     " char)`, `torch::Library::_def(...)`, ...; read with `nm -D` from both). vllm only"
+     " warns at import, and the first forward fails. Not shimmed yet: a stand-in for those"
+     " vllm ops with the fallback's norms, activations and RoPE would serve them."),
     (r"sglang\.srt\.layers\.quantization\.gptq`: ImportError: vllm is not installed",
      "Needs an optional dependency",
      "sglang 0.4.4.post2 made vllm optional (0.4.4.post1 required it) and registers its"
