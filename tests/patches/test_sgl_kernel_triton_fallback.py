@@ -37,6 +37,8 @@ from ..support.stacks import (
     failed_without_the_shims,
     import_graph,
     late_release_paths,
+    model_check,
+    overlay_paths,
 )
 
 PROGRAM = "serving_graph/no_kernel"
@@ -73,6 +75,19 @@ def test_serving_graph_fails_without_the_shims(release: tuple[str, tuple[Path, .
     failed = failed_without_the_shims(PROGRAM, paths, timeout=900)
     assert failed.get("sglang.srt.entrypoints.http_server") == (
         "ModuleNotFoundError: No module named 'sgl_kernel'"), f"sglang {version}: {failed}"
+
+
+@pytest.mark.wheels
+def test_a_pin_older_than_the_export_data_gets_the_oldest_surface() -> None:
+    """sglang 0.4.3.post3 pins sgl-kernel==0.0.3.post6, older than the export data (0.0.4
+    on): the stand-in serves 0.0.4's surface, which has the RoPE entry point its rotary
+    embedding imports and calls, so the matrix's model check passes in the environment the
+    release declares (serving the newest surface instead, the import gave a module and the
+    first forward "'module' object is not callable")."""
+    data = model_check(overlay_paths("0.4.3.post3"))
+    assert data["kernel_loaded"] == "fallback"
+    model = data["model"]
+    assert isinstance(model, dict) and model["ok"] is True, model
 
 
 # -- a real sgl_kernel that fails to import ---------------------------------------------

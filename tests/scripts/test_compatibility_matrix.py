@@ -169,6 +169,40 @@ def test_an_unpinned_transformers_is_taken_as_of_the_release_day(
 def test_page_says_a_left_out_package_in_words() -> None:
     assert render._replaced('cuda-tile; sys_platform == "never"') == "`cuda-tile` left out"
     assert render._replaced("cuda-python>=13") == "`cuda-python>=13`"
+    assert render._replaced("+compressed-tensors") == "`compressed-tensors` added"
+
+
+@pytest.mark.parametrize(("imported", "pins", "done", "expected"), [
+    ({"compressed_tensors", "torch"}, {"torch": "2.14.1"}, [], ["compressed-tensors"]),
+    # brought by another requirement (vllm 0.7.2 requires it up to 0.4.4.post1)
+    ({"compressed_tensors"}, {"compressed-tensors": "0.8.1"}, [], []),
+    ({"compressed_tensors"}, {}, ["compressed-tensors"], []),  # added already
+    ({"torch"}, {}, [], []),  # not imported
+])
+def test_undeclared_imports_are_added_where_the_lock_lacks_them(
+        imported: set[str], pins: dict[str, str], done: list[str], expected: list[str]) -> None:
+    assert run.undeclared(imported, pins, done) == expected
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize(("release", "adds"), [
+    ("0.4.4.post1", False),  # imports no compressed_tensors (vllm's quantization does)
+    ("0.4.4.post2", True),  # imports it, declares nothing that brings it
+    ("0.4.4.post3", False),  # declares it
+])
+def test_compressed_tensors_is_added_where_the_release_imports_it_undeclared(
+        release: str, adds: bool, sglang_release: Callable[[str], Path]) -> None:
+    """Read from the wheels: the requirement is added exactly where the release's own
+    requirements resolve to no compressed-tensors and its code imports one."""
+    root = sglang_release(release)
+    names = {r.name.lower() for r in run.requirements(root)}
+    declared = {"compressed-tensors", "vllm"} & names
+    # what the lock would hold, to the extent the requirement names decide it
+    pins = {name: "0" for name in names}
+    pins.update({"compressed-tensors": "0.8.1"} if "vllm" in declared else {})
+    assert run.undeclared(run.module_imports(root), pins, []) == \
+        (["compressed-tensors"] if adds else [])
+    assert ("compressed_tensors" in run.module_imports(root)) == (release != "0.4.4.post1")
 
 
 @pytest.mark.wheels

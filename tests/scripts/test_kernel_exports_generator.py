@@ -369,12 +369,14 @@ def test_the_shipped_file_answers_as_the_full_record() -> None:
             *(shipped.names(record["submodules"].get(s, [])) for s in stars))
         assert shipped.exported(version) == public
     assert shipped.bound("0.0.0") is None
-    for pin in [None, "0.0.1", "0.3.9", "0.3.21.post1", "0.4.5.post9", "9.9", "x"]:
-        known = [v for v in full if "+" not in v]
+    known = [v for v in full if "+" not in v]
+    for pin in [None, "0.3.9", "0.3.21.post1", "0.4.5.post9", "9.9", "x"]:
         older = [v for v in known if pin and v[0].isdigit() and pin[0].isdigit()
                  and Version(v) <= Version(pin)]
         expected = pin if pin in full else max(older or known, key=Version)
         assert shipped.choose_surface(pin) == expected, pin
+    for pin in ["0.0.1", "0.0.3.post6"]:  # older than every known release: the oldest
+        assert shipped.choose_surface(pin) == min(known, key=Version), pin
 
 
 def test_the_compact_form_round_trips_runs() -> None:

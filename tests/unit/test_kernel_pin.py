@@ -44,3 +44,22 @@ def test_pin(tmp_path: Path, requires: list[str], expected: str | None) -> None:
         assert "apply_rope_with_cos_sin_cache_inplace" in exports.exported(got, "sgl_kernel")
     else:
         assert got == expected
+
+
+def test_the_surface_served_for_each_pin_has_what_its_release_imports() -> None:
+    """For every sglang release that pins its kernel exactly, the surface the stand-in
+    serves exports every name the release imports from ``sgl_kernel`` at module level
+    (both read from the wheels); 0.4.3.post3-0.4.3.post4 pin 0.0.3.post6, older than the
+    data, and get 0.0.4's (the newest would lack RoPE's entry point, among four)."""
+    from sglang_shims.kernels.surface import symbols
+
+    missing = {}
+    for release in symbols.load()["releases"]:
+        pin = (symbols.pinned(release) or "").partition("==")[2]
+        if pin:
+            served = exports.choose_surface(pin)
+            lacking = sorted(set(symbols.needed(release) or {}) - exports.exported(served))
+            if lacking:
+                missing[release] = (pin, served, lacking)
+    assert missing == {}
+    assert exports.choose_surface("0.0.3.post6") == "0.0.4"

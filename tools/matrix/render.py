@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 from sglang_shims.cli.doctor.checks.tested import tidy
 from tests.support.run import REPO
 
-from .run import DATA, RELAX, REMEDY, load, replacements
+from .run import DATA, RELAX, REMEDY, UNDECLARED, load, replacements
 
 MD = REPO / "docs" / "compatibility.md"
 SVG = REPO / "docs" / "compatibility.svg"
@@ -94,7 +94,10 @@ def ran_transformers5(releases: dict[str, Any]) -> tuple[str, dict[str, str]]:
 
 
 def _replaced(override: str) -> str:
-    """An override as the page says it: a requirement, or a package the run left out."""
+    """An override as the page says it: a requirement, a package the run left out, or one
+    it added (``+name``: imported by the release, never declared)."""
+    if override.startswith("+"):
+        return f"`{override[1:]}` added"
     name, _, marker = override.partition(";")
     if "never" in marker:
         return f"`{name.strip()}` left out"
@@ -173,6 +176,8 @@ def markdown(data: dict[str, Any]) -> str:
               " complaint decides):", ""]
     lines += [f"- {what}: {why}." for _complaint, _override, what, why in RELAX]
     lines += [f"- {what} (a remedy): {why}." for _broken, _override, what, why in REMEDY]
+    lines += [f"- {what} (imported, undeclared): {why}."
+              for _module, _requirement, what, why in UNDECLARED]
     timed = [e["seconds"] for e in releases.values()
              if not all("env_error" in c for c in e["cells"])]  # an environment that
     if timed:  # failed to install ran no cell: its seconds say nothing about a run
@@ -219,18 +224,35 @@ CAUSES = [
      " execute it. `sglang-jit-rope-fallback` and `sglang-kernels-rope-fallback` serve it"
      " from the fallback where that stands in for sgl_kernel; a cell that still shows this"
      " was run on a commit before them (the commit is listed)."),
-    (r"'_OpNamespace' '_C' object has no attribute", NO_VERDICT,
-     "sglang up to 0.4.1.post7 run their norms and activations through vllm's CustomOp,"
-     " whose CUDA path calls vllm's compiled ops (`torch.ops._C.rms_norm`, ...): with CUDA"
-     " faked on this CPU machine, vllm's wheel has no CPU kernels for them. A GPU would run"
-     " them; no verdict on the model here."),
-    (r"No module named 'transformers\.masking_utils'", HARNESS,
-     "sglang 0.4.4.post2 imports compressed-tensors without declaring it (0.4.4.post3 adds"
-     " it to its requirements), so the run's overlay has none and the run machine's own"
-     " compressed-tensors (0.20, which needs transformers 4.53+) is found instead: an"
-     " artefact of the run environment; a fresh install of 0.4.4.post2 has no"
-     " compressed-tensors at all. Not yet answered by the runner (a remedy installing the"
-     " 0.12 a user needs is still to add)."),
+    (r"'_OpNamespace' '_C' object has no attribute", SHIM_GAP,
+     "On their CUDA path sglang 0.4.1.post7 (norms, activations and RoPE: vllm's RMSNorm"
+     " and SiluAndMul where flashinfer is missing, `vllm._custom_ops.rotary_embedding`) and"
+     " 0.4.2 (RoPE only; 0.4.2.post1 moved it to sgl_kernel) call vllm's compiled ops"
+     " (`torch.ops._C.rms_norm`, `rotary_embedding`, ...). The `_C.abi3.so` of the vllm"
+     " they pin (0.6.4.post1) cannot load on today's torch, on a GPU as on this CPU"
+     " machine: it needs libcudart.so.12 (torch 2.14.1 is built for CUDA 13) and 18"
+     " libtorch/c10 symbols torch 2.14.1 no longer defines (`c10::cuda::SetDevice(signed"
+     " char)`, `torch::Library::_def(...)`, ...; read with `nm -D` from both). vllm only"
+     " warns at import, and the first forward fails. Not shimmed yet: a stand-in for those"
+     " vllm ops with the fallback's norms, activations and RoPE would serve them."),
+    (r"sglang\.srt\.layers\.quantization\.gptq`: ImportError: vllm is not installed",
+     "Needs an optional dependency",
+     "sglang 0.4.4.post2 made vllm optional (0.4.4.post1 required it) and registers its"
+     " GPTQ and GPTQ-Marlin methods only when vllm imports (`quantization/__init__.py`"
+     " imports `quantization.gptq` inside its `try: from vllm...`); `quantization/gptq.py`"
+     " itself raises `ImportError(\"vllm is not installed\")` in a class body without it, and"
+     " the probe imports that module directly. Nothing else of the release imports it, so"
+     " the rest of the graph and the model check run; a GPTQ checkpoint needs vllm"
+     " installed, as 0.4.4.post3 still does at use (it only stubs the import). Not a shim"
+     " gap: GPTQ's linear methods there are vllm's own, nothing to stand in for."),
+    (r"cannot import name 'VideoInput' from 'transformers\.image_utils'", SHIM_GAP,
+     "sglang 0.4.3.post1-0.4.4.post1 ship their own `configs/qwen2_5_vl_config.py`, imported"
+     " by `sglang.srt.configs` at start-up, which imports `VideoInput` from"
+     " `transformers.image_utils`; transformers 5.25.0 defines it only in"
+     " `transformers.video_utils` (read from both wheels; their pinned 4.48.3 has it where"
+     " they look). Not shimmed yet: a patch could bind the name before that module's body;"
+     " the transformers release that moved it is still to be read from the wheels for its"
+     " range."),
     (r"Ninja build failed", SHIM_GAP,
      "These releases take flashinfer's `fused_add_rmsnorm` whenever flashinfer is installed"
      " (`layernorm.py`: `if _is_flashinfer_available: from flashinfer.norm import"

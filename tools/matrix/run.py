@@ -146,6 +146,21 @@ REMEDY: list[tuple[Callable[[dict[str, str]], bool], str, str, str]] = [
      " transformers get one that fails at import, inside compressed-tensors; the run"
      " installs 0.12, the newest without that import, as a user must"),
 ]
+# What a release imports at module level without declaring it, and the requirement the run
+# adds (recorded with the pins replaced as ``+requirement``): (the top-level module, the
+# requirement, the page's words, why).  Added only where the resolved lock has no
+# distribution of that name (another requirement may bring it: vllm up to 0.4.4.post1):
+# otherwise this environment's own copy, of any version, would be found instead, which no
+# user of the release has.  A remedy of :data:`REMEDY` then applies to it as to any pin.
+UNDECLARED: list[tuple[str, str, str, str]] = [
+    ("compressed_tensors", "compressed-tensors", "`compressed-tensors` added",
+     "sglang 0.4.4.post2 imports `compressed_tensors` at module level"
+     " (`sglang/srt/layers/quantization/compressed_tensors/`, reached from the model runner)"
+     " and neither declares it nor requires the vllm that brought it up to 0.4.4.post1;"
+     " 0.4.4.post3 adds `compressed-tensors` to its requirements. A fresh install fails with"
+     " `No module named 'compressed_tensors'` until the user installs it; the run adds the"
+     " requirement as 0.4.4.post3 declares it, and resolves it as for 0.4.4.post3"),
+]
 NVIDIA_INDEX = "https://pypi.nvidia.com"  # tried first for what only NVIDIA publishes
 KEPT = ("torch", "torchvision", "triton")  # overridden to this environment's versions
 TIMEOUT = 900
@@ -295,14 +310,17 @@ def _resolve(work: Path, root: Path, here: dict[str, str], transformers: str | N
     under a release written for 4.4x), which is what the newest-5 column is for."""
     limit = [] if cap is None else ["--exclude-newer-package",
                                     f"transformers={_day_after(cap)}"]
-    (work / "requirements.in").write_text(
-        "".join(f"{r}\n" for r in requirements(root)), encoding="utf-8")
+    imported = module_imports(root)
+    added: list[str] = []
     overrides = [f"{name}=={here[name].split('+')[0]}" for name in KEPT if name in here]
     overrides += [f"transformers=={transformers}"] if transformers else []
     overrides += [f"{dist}=={version}" for dist, version in upgrades]
     relaxed: list[str] = []
     index: list[str] = []
     while True:  # resolve and install; a known complaint gets its replacement, then again
+        (work / "requirements.in").write_text(
+            "".join(f"{r}\n" for r in [*map(str, requirements(root)), *added]),
+            encoding="utf-8")
         (work / "overrides.txt").write_text("".join(f"{o}\n" for o in overrides + relaxed),
                                             encoding="utf-8")
         try:
@@ -310,13 +328,17 @@ def _resolve(work: Path, root: Path, here: dict[str, str], transformers: str | N
                 *index, *limit, "--override", work / "overrides.txt", work / "requirements.in",
                 "-o", work / "lock.txt")
             wanted = lock_pins(work / "lock.txt")
+            missing = undeclared(imported, wanted, added)
+            if missing:
+                added += missing
+                continue
             more = [fix for broken, fix, _what, _why in REMEDY
                     if broken(wanted) and fix not in relaxed]
             if more:
                 relaxed += more
                 continue
             _install(work, index, here, wanted)
-            return relaxed, index
+            return [f"+{a}" for a in added] + relaxed, index
         except RuntimeError as exc:
             if NVIDIA_INDEX in str(exc) and not index and _reachable(NVIDIA_INDEX):
                 index = ["--extra-index-url", NVIDIA_INDEX]  # where the package lives
@@ -326,6 +348,26 @@ def _resolve(work: Path, root: Path, here: dict[str, str], transformers: str | N
                 shutil.rmtree(work, ignore_errors=True)
                 raise
             relaxed += more
+
+
+_IMPORT = re.compile(r"^(?:import|from)\s+([A-Za-z_]\w*)", re.M)
+
+
+def module_imports(root: Path) -> set[str]:
+    """The top-level modules the release's ``sglang`` package imports at module level
+    (an ``import`` or ``from`` statement at the start of a line, read from the wheel)."""
+    found: set[str] = set()
+    for path in (root / "sglang").rglob("*.py"):
+        found.update(_IMPORT.findall(path.read_text(encoding="utf-8", errors="replace")))
+    return found
+
+
+def undeclared(imported: set[str], wanted: dict[str, str], done: list[str]) -> list[str]:
+    """The requirements of :data:`UNDECLARED` to add: the release imports the module and
+    the resolved pins ``wanted`` have no distribution that provides it (not yet added)."""
+    return [requirement for module, requirement, _what, _why in UNDECLARED
+            if module in imported and requirement not in done
+            and canonicalize_name(Requirement(requirement).name) not in wanted]
 
 
 def _record(lock: Path, release: str, transformers: str | None,

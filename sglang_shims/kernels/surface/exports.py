@@ -143,7 +143,14 @@ def bound(version: str) -> set[str] | None:
 
 def choose_surface(pinned: str | None) -> str:
     """The kernel release whose export surface to serve: the one sglang pins, else the
-    newest known release not newer than the pin, else the newest known."""
+    newest known release not newer than the pin, else (a pin older than every known
+    release) the oldest known, else (no pin) the newest known.
+
+    Why the oldest for an older pin: sglang 0.4.3.post3 and 0.4.3.post4 pin sgl-kernel
+    0.0.3.post6, older than the data (it starts at 0.0.4, where the package moved to
+    ``python/sgl_kernel/``); 0.0.4's surface has every name they import at module level,
+    whereas the newest (sglang-kernel 0.4.x) dropped four of them, RoPE's entry point
+    among them, which their rotary embedding then cannot call."""
     from packaging.version import InvalidVersion, Version
 
     known = [v for v in versions() if "+" not in v]
@@ -153,8 +160,7 @@ def choose_surface(pinned: str | None) -> str:
         try:
             limit = Version(pinned)
             older = [v for v in known if Version(v) <= limit]
-            if older:
-                return max(older, key=Version)
+            return max(older, key=Version) if older else min(known, key=Version)
         except InvalidVersion:
             pass
     return max(known, key=Version)
