@@ -40,7 +40,12 @@ def version(dist: str) -> str | None:
     if folders is None:
         return _asked(dist)
     found = folders.get(normalise(dist))
-    return None if not found else header_version(os.path.join(*found[0]))
+    if not found:
+        return None
+    value = header_version(os.path.join(*found[0]))
+    # A value over several lines: importlib.metadata re-indents it; never in a real
+    # METADATA, so rather than copy that, ask it.
+    return _asked(dist) if value is FOLDED else value
 
 
 def metadata_folders() -> dict[str, list[tuple[str, str]]] | None:
@@ -80,10 +85,15 @@ def _listed(path: tuple[object, ...]) -> dict[str, list[tuple[str, str]]] | None
     return found
 
 
+FOLDED = "\n(folded)"
+"""What :func:`header_version` answers for a ``Version`` header continued on further lines."""
+
+
 def header_version(entry: str) -> str | None:
     """The ``Version`` header of a ``.dist-info``/``.egg-info`` entry, read as
     ``importlib.metadata`` reads it: ``METADATA``, else ``PKG-INFO``, else the entry itself
-    (an ``.egg-info`` file); the first header of that name.  Only the headers are read (a
+    (an ``.egg-info`` file); the first header of that name, leading blanks and the line break
+    dropped (:data:`FOLDED` if it goes on over more lines).  Only the headers are read (a
     long description follows them: 40 kB for some)."""
     for leaf in ("METADATA", "PKG-INFO", ""):
         path = os.path.join(entry, leaf) if leaf else entry
@@ -97,22 +107,12 @@ def header_version(entry: str) -> str | None:
         except (OSError, UnicodeDecodeError):
             continue
         if headers:  # an empty file counts as none, as it does for importlib.metadata
-            return _first_header(headers, "version")
-    return None
-
-
-def _first_header(lines: list[str], wanted: str) -> str | None:
-    """The value of the first header ``wanted`` (lower case) as the email parser gives it:
-    leading blanks dropped, the line break dropped, a folded value's lines kept."""
-    for i, line in enumerate(lines):
-        name, colon, value = line.partition(":")
-        if colon and not line[:1].isspace() and name.strip().lower() == wanted:
-            parts = [value.lstrip(" \t")]
-            for more in lines[i + 1:]:
-                if not more[:1].isspace():
-                    break
-                parts.append(more)
-            return "".join(parts).rstrip("\r\n")
+            for i, line in enumerate(headers):
+                name, colon, value = line.partition(":")
+                if colon and not line[:1].isspace() and name.strip().lower() == "version":
+                    folded = i + 1 < len(headers) and headers[i + 1][:1].isspace()
+                    return FOLDED if folded else value.lstrip(" \t").rstrip("\r\n")
+            return None
     return None
 
 

@@ -52,7 +52,7 @@ def path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 
 ASKED = ["foo", "Foo", "foo-bar", "Foo.Bar", "foo_bar", "baz", "qux", "egg_thing", "missing",
-         "empty", "nover"]
+         "empty", "nover", "folded"]
 
 
 def _same_as_importlib() -> dict[str, tuple[str | None, str | None]]:
@@ -60,30 +60,39 @@ def _same_as_importlib() -> dict[str, tuple[str | None, str | None]]:
             if installed.version(n) != _expected(n)}
 
 
-def test_layouts_a_cheap_reader_could_get_wrong(path: list[Path]) -> None:
+def test_layouts_a_cheap_reader_could_get_wrong(path: list[Path],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = path
     # the METADATA's version, not the folder name's; a long description after the headers
     _dist_info(a, "foo-1.0.dist-info", "Metadata-Version: 2.1\nName: foo\nVersion: 1.0.post0\n"
                "\nVersion: 9.9 (in the description)\n" + "x" * 50_000)
     _dist_info(b, "foo-2.0.dist-info", "Name: foo\nVersion: 2.0\n")  # the first folder wins
     _dist_info(a, "Foo.Bar-3.dist-info", "Name: Foo.Bar\nVersion:   3  \n")  # name normalised
-    _dist_info(a, "baz-0.1.egg-info", "Name: baz\nSummary: folded\n  Version: 8\n"
-               "version: 0.1\n", leaf="PKG-INFO")
+    _dist_info(a, "baz-0.1.egg-info", "Name: baz\nSummary: folded\n Version: 8\n"
+               "version: 0.1\n", leaf="PKG-INFO")  # a folded line is not a header
     (a / "qux-5.egg-info").write_text("Name: qux\nSummary: a file, not a folder\n"
                                       "Version: 5\n", encoding="utf-8")
     _dist_info(a, "empty-1.dist-info", "")  # an empty METADATA: PKG-INFO, then nothing
-    _dist_info(a, "nover-1.dist-info", "Name: nover\n")
+    _dist_info(a, "nover-1.dist-info", "Name: nover\n\nVersion: 2 (in the description)\n")
+    _dist_info(a, "folded-1.dist-info", "Name: folded\nVersion: 1\n .0\n\tpost\nSummary: x\n")
+    asked = _spy(monkeypatch)
     assert _same_as_importlib() == {}
+    assert asked == ["folded"]  # only a Version folded over lines goes there
     assert installed.version("foo") == "1.0.post0" and installed.version("Foo.Bar") == "3  "
 
 
-def test_sys_path_changes_are_seen(path: list[Path], monkeypatch: pytest.MonkeyPatch,
-                                   tmp_path: Path) -> None:
-    assert installed.version("late") is None
+def test_sys_path_is_listed_once_and_again_when_it_changes(
+        path: list[Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    listings: list[tuple[object, ...]] = []
+    real = installed._listed
+    monkeypatch.setattr(installed, "_listed", lambda p: listings.append(p) or real(p))
+    assert installed.version("late") is None and installed.version("other") is None
+    assert listings == [tuple(sys.path)]
     later = tmp_path / "later"
     _dist_info(later, "late-4.dist-info", "Name: late\nVersion: 4\n")
     monkeypatch.setattr(sys, "path", [*sys.path, str(later)])
     assert installed.version("late") == "4" == _expected("late")
+    assert listings == [tuple(p for p in sys.path if p != str(later)), tuple(sys.path)]
 
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
