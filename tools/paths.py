@@ -9,8 +9,10 @@ maker's disk, so every recorder passes its text through :func:`portable` first.
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
+from pathlib import Path
 from typing import Any
 
 _SITE = re.compile(r"(?:[A-Za-z]:)?[^\s'\"()<>|:]*[/\\](?:site|dist)-packages(?=[/\\])")
@@ -21,12 +23,25 @@ def _temp() -> re.Pattern[str]:
     return re.compile(re.escape(tempfile.gettempdir().rstrip("/")) + r"/[^\s'\"()<>|:/]*")
 
 
+def _wheel_cache() -> str:
+    """The wheel cache's folder, as ``sglang_shims.testing.wheels.cache_dir`` finds it
+    (without making it): the matrix's environments live in it."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return str(os.environ.get("SGLANG_SHIMS_WHEEL_CACHE") or base / "sglang-shims" / "wheels")
+
+
 def portable(text: str) -> str:
-    """``text`` with each package folder's path written ``<site-packages>``, and the
-    temporary folder with the scratch folder made in it (a random name) written ``<tmp>``:
-    ``/tmp/sglang-matrix-kyqkn0tg/0.5.3/sgl_kernel/__init__.py`` reads
-    ``<tmp>/0.5.3/sgl_kernel/__init__.py``."""
-    return _temp().sub("<tmp>", _SITE.sub("<site-packages>", text))
+    """``text`` with each package folder's path written ``<site-packages>``, the temporary
+    folder with the scratch folder made in it (a random name) written ``<tmp>``
+    (``/tmp/sglang-matrix-kyqkn0tg/0.5.3/sgl_kernel/__init__.py`` reads
+    ``<tmp>/0.5.3/sgl_kernel/__init__.py``), the wheel cache ``<wheel-cache>`` (the matrix's
+    environments: ``<wheel-cache>/matrix/0.4.2-pinned/site/vllm/...``) and what is left of
+    the home folder ``~``."""
+    text = text.replace(_wheel_cache().rstrip("/") + "/", "<wheel-cache>/")
+    text = _temp().sub("<tmp>", _SITE.sub("<site-packages>", text))
+    home = str(Path.home()).rstrip("/")
+    return re.sub(re.escape(home) + r"(?=/)", "~", text) if len(home) > 1 else text
 
 
 def portable_tree(data: Any) -> Any:

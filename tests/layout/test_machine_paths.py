@@ -10,12 +10,17 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from pathlib import Path
+
+import pytest
 
 from tools.paths import portable, portable_tree
 
 from ..support.run import REPO
 
-SITE_PATH = re.compile(r"/[\w.-]+(?:/[\w.-]+)*/(?:site|dist)-packages/")
+SITE_PATH = re.compile(r"/[\w.-]+(?:/[\w.-]+)*/(?:site|dist)-packages/"
+                       r"|(?<![\w.~<>-])(?:/root|/home/[\w.-]+|/Users/[\w.-]+)/")
+"""A package folder, or anything in a home folder (a wheel cache, a virtual environment)."""
 QUOTED = {"docs/real-world.json"}
 """Files that quote users' reports, paths included, as the evidence they are."""
 
@@ -34,6 +39,20 @@ def test_a_scratch_folder_keeps_what_follows_it() -> None:
     repro = (f"Repro command: /opt/v/lib/python3.12/site-packages/triton/bin/ptxas -o"
              f" {tmp}/tmpg0mcfzdq.ptx.o")
     assert portable(repro) == "Repro command: <site-packages>/triton/bin/ptxas -o <tmp>"
+
+
+def test_the_wheel_cache_and_the_home_folder_are_named_not_spelled(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SGLANG_SHIMS_WHEEL_CACHE", str(cache))
+    error = f"cannot import name 'VideoInput' ({cache}/matrix/0.4.4.post1-tf5.25.0/site/x.py)"
+    assert portable(error) == ("cannot import name 'VideoInput'"
+                               " (<wheel-cache>/matrix/0.4.4.post1-tf5.25.0/site/x.py)")
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: Path("/home/me")))
+    assert portable("see /home/me/notes/a.txt, not /home/meg/b") == \
+        "see ~/notes/a.txt, not /home/meg/b"
+    assert SITE_PATH.search("/home/me/x") and SITE_PATH.search("(/root/.cache/a)")
+    assert not SITE_PATH.search("<wheel-cache>/matrix/x and ~/notes")
 
 
 def test_text_without_paths_is_left_alone() -> None:
