@@ -174,13 +174,19 @@ def note_fork(parent: int, inherited: bool) -> None:
     FORK.update(parent=parent, inherited=inherited)
 
 
+ARGV_KEPT = 8
+"""How much of ``sys.argv`` a report keeps: the program and its first arguments tell the
+processes of a run apart (``-m sglang.launch_server --model-path ...``); the whole line can
+be long (sglang takes dozens of options, JSON among them) and is written at every change."""
+
+
 def process_info(origin: str) -> dict[str, Any]:
     info: dict[str, Any] = {
         "pid": os.getpid(),
         "ppid": os.getppid(),
         "role": role(),
         "origin": origin,
-        "argv": sys.argv[:8],
+        "argv": sys.argv[:ARGV_KEPT],
         "python": sys.version.split()[0],
         "executable": sys.executable,
         "time": time.time(),

@@ -3,7 +3,11 @@ own, what it is given is kept, and ``as_dict`` is plain data (the state as its s
 
 from __future__ import annotations
 
-from sglang_shims.engine.record import Record, State, summary
+import sys
+
+import pytest
+
+from sglang_shims.engine.record import Record, State, process_info, summary
 
 
 def test_a_record_keeps_what_it_is_given() -> None:
@@ -34,3 +38,13 @@ def test_the_summary_line_names_the_patches_that_acted_or_failed() -> None:
     assert summary(records) == ("patches: 1 pending; 2 applied (a, b); 1 not-applicable;"
                                 " 1 disabled; 1 failed (f)")
     assert summary({}) == "patches: none"
+
+
+def test_a_report_keeps_the_program_and_its_first_arguments_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = ["-m", "sglang.launch_server", *(f"--option-{i}" for i in range(30))]
+    monkeypatch.setattr(sys, "argv", argv)
+    info = process_info("test")
+    assert info["argv"] == argv[:8] and info["origin"] == "test"
+    monkeypatch.setattr(sys, "argv", argv[:3])
+    assert process_info("test")["argv"] == argv[:3]
