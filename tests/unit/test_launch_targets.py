@@ -140,3 +140,33 @@ def test_the_launch_record_says_why_it_never_started(tmp_path: Path) -> None:
     assert record["failed"] == "no such script: missing.py"
     assert (record["kind"], record["target"]) == ("script", "missing.py")
     assert oct((tmp_path / launch.LAUNCH_RECORD).stat().st_mode & 0o777) == "0o600"
+
+
+@pytest.mark.parametrize("origin", ["pth", "start", "launch-site"])
+def test_children_need_no_help_where_the_hook_runs(origin: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the ``.pth`` (or ``.start``, or the launcher's own site folder) activated this
+    process, children activate the same way: the environment is left as it is."""
+    from sglang_shims import _bootstrap
+
+    monkeypatch.setattr(_bootstrap, "active", lambda: origin)
+    environ = {"PYTHONPATH": "/elsewhere"}
+    assert launch.carry_into_children(environ) is False
+    assert environ == {"PYTHONPATH": "/elsewhere"}
+
+
+def test_children_get_the_bootstrap_folder_first_where_nothing_activated_us(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No hook activated this process (the package imported from a folder on ``PYTHONPATH``,
+    without its ``.pth``): the launcher's site folder and the folder holding the package go
+    first on the
+    children's ``PYTHONPATH``, each once, the caller's entries after them in their order."""
+    from sglang_shims import _bootstrap
+
+    monkeypatch.setattr(_bootstrap, "active", lambda: None)
+    package_parent = str(Path(launch.__file__).resolve().parent.parent)
+    environ = {"PYTHONPATH": os.pathsep.join(["/a", str(launch.SITE_DIR), "/b"])}
+    assert launch.carry_into_children(environ) is True
+    assert environ["PYTHONPATH"].split(os.pathsep) == [str(launch.SITE_DIR), package_parent,
+                                                       "/a", "/b"]
+    assert environ["SGLANG_SHIMS_LAUNCH_PREFIX"]
