@@ -539,6 +539,19 @@ def step_times(log: str, batch: int) -> tuple[list[float], int]:
     return steps, no_graph
 
 
+def slow_steps(steps: list[float], per_rep: int, factor: float = 1.5) -> list[list[float]]:
+    """[index in its repetition, repetition, ms] of each step slower than ``factor`` x the
+    median: what sets a p99 apart.  On the H200 (2026-12-05) they were of two kinds on both
+    stacks: each repetition's completion step (the same index every repetition, longer with
+    the batch) and runs of slow steps on one server (host side); the index and repetition
+    tell them apart."""
+    if not steps or per_rep <= 0:
+        return []
+    limit = factor * percentile(steps, 50)
+    return [[i % per_rep, i // per_rep, round(1e3 * x, 3)] for i, x in enumerate(steps)
+            if x > limit]
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -662,7 +675,8 @@ def speed(key: str, cmd: list[str], model: Path, out: Path, env: dict[str, str],
                 "step_ms_p50": round(1e3 * percentile(steps, 50), 3),
                 "step_ms_p99": round(1e3 * percentile(steps, 99), 3),
                 "steps": len(steps), "steps_without_graph": no_graph,
-                "step_ms": [round(1e3 * x, 3) for x in steps]}
+                "step_ms": [round(1e3 * x, 3) for x in steps],
+                "slow_steps": slow_steps(steps, len(steps) // reps)}
         ttft = [server.generate([p], 1)[1] for p in long_prompts(reps)]
         result["ttft_s"] = ttft
         result["ttft_median_s"] = round(percentile(ttft, 50), 4)

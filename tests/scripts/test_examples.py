@@ -564,3 +564,11 @@ def test_the_ratio_table_marks_every_goal(e2e: ModuleType) -> None:
     assert "| Triton tier / stock AOT | 1.23x (spread 2%: met) | >= 1.0x |" in text
     assert "TTFT, stock / Triton tier | 1.50x (met)" in text
     assert "speed-real-aot: step p99 / p50 | 2.00 (NOT met) | <= 1.5 |" in text
+
+
+def test_slow_steps_name_their_place_in_the_repetition(e2e: ModuleType) -> None:
+    """A completion step comes back at the same index of every repetition; a burst does not."""
+    rep = [0.002] * 10
+    steps = [*rep[:8], 0.009, 0.002, *rep[:3], 0.005, 0.005, *rep[:3], 0.009, 0.002]
+    assert e2e.slow_steps(steps, 10) == [[8, 0, 9.0], [3, 1, 5.0], [4, 1, 5.0], [8, 1, 9.0]]
+    assert e2e.slow_steps([0.002] * 6, 3) == [] and e2e.slow_steps([], 3) == []
