@@ -495,6 +495,45 @@ def test_library_states(tmp_path: Path) -> None:
     assert "libcublas.so.12 (via import torch)" in ok.detail
 
 
+def test_where_each_library_is_found(tmp_path: Path) -> None:
+    """resolve_library's branches one by one: torch's own libraries from torch's folder,
+    another library there is not torch's to load (torch 2.7 neither links nor preloads it),
+    libcudart from CUDA home, which sgl_kernel preloads itself."""
+    libs = tmp_path / "torch" / "lib"
+    cuda = tmp_path / "cuda"
+    for folder, name in ((libs, "libc10.so"), (libs, "libnvrtc.so.12"),
+                         (cuda / "lib64", "libcudart.so.12")):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).touch()
+    f = lib_facts(tmp_path, [], torch="2.7.1", cuda_home=str(cuda),
+                  ldconfig={"libc.so.6": "/lib/libc.so.6"})
+    resolve = doctor.checks.libs.resolve_library
+    assert resolve(f, "libc10.so") == ("torch", str(libs / "libc10.so"))
+    assert resolve(f, "libnvrtc.so.12") == ("off-path", str(libs / "libnvrtc.so.12"))
+    assert resolve(f, "libcudart.so.12") == ("cuda-home", str(cuda / "lib64" / "libcudart.so.12"))
+    assert resolve(f, "libcublas.so.12") == ("missing", "")
+
+
+def test_without_torch_only_torchs_own_libraries_go_unreported(tmp_path: Path) -> None:
+    """No torch installed: the kernel's torch libraries are sgl-kernel-abi's to report, once;
+    a missing CUDA library is still this check's."""
+    f = lib_facts(tmp_path, ["libc10.so", "libcudart.so.12"], ldconfig={"x": "y"})
+    f.torch_dir = None
+    [libs] = doctor.checks.libs.check_libs(f)
+    assert libs.level == "fail" and "libcudart.so.12" in libs.detail
+    assert "libc10" not in libs.detail
+    f = lib_facts(tmp_path / "with", ["libc10.so"], ldconfig={"x": "y"})
+    [libs] = doctor.checks.libs.check_libs(f)  # torch there, its library not: reported
+    assert libs.level == "fail" and "libc10.so" in libs.detail
+
+
+def test_a_library_pip_cannot_install_is_named_in_the_remedy() -> None:
+    remedy = doctor.checks.libs.lib_remedy(["libcudart.so.12", "libfoo.so.1"])
+    assert remedy.startswith("pip install nvidia-cuda-runtime-cu12; install what provides"
+                             " libfoo.so.1, or put")
+    assert "install what provides" not in doctor.checks.libs.lib_remedy(["libcudart.so.12"])
+
+
 # ------------------------------------------------------------------- import probe
 
 
