@@ -57,6 +57,24 @@ def test_a_sound_config_is_still_read(tmp_path: Path) -> None:
     assert "could not read" not in found.detail and "sgl_kernel ops" in found.detail
 
 
+def test_a_missing_config_is_one_warning_with_the_remedy(tmp_path: Path) -> None:
+    [found] = check_model(str(tmp_path / "nowhere"))
+    assert found.level == Level.WARN and "could not read the model's config.json" in found.detail
+    assert "a local model folder that holds config.json" in found.remedy
+
+
+@pytest.mark.parametrize(("config", "named"), [
+    ({"_name_or_path": "org/model", "model_type": "llama"}, "org/model"),
+    ({"model_type": "llama"}, "llama"),
+    ({}, None),  # nothing in the config names it: the path given
+])
+def test_the_finding_names_the_model_by_what_its_config_says(
+        tmp_path: Path, config: dict[str, str], named: str | None) -> None:
+    folder = _config(tmp_path, json.dumps({"hidden_act": "silu", **config}).encode())
+    [found] = check_model(str(folder))
+    assert found.detail.startswith(f"{named or folder} (")
+
+
 # ------------------------------------------------------------------ nvidia-smi
 
 
