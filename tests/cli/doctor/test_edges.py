@@ -55,6 +55,7 @@ def test_a_sound_config_is_still_read(tmp_path: Path) -> None:
                                            "architectures": ["LlamaForCausalLM"]}).encode())
     [found] = check_model(str(folder / "config.json"))
     assert "could not read" not in found.detail and "sgl_kernel ops" in found.detail
+    assert found.level == Level.OK and "the Triton fallback provides all of them" in found.detail
 
 
 def test_a_missing_config_is_one_warning_with_the_remedy(tmp_path: Path) -> None:
