@@ -23,6 +23,18 @@ def cpu_streams():
     torch.cuda.stream = lambda s=None: contextlib.nullcontext()
 
 
+def cpu_pools(call, requests, context, slots, dtype, kv_heads, head_dim, layers):
+    """sglang's real request-to-token and KV pools on the CPU: ``requests`` rows of
+    ``context`` tokens, ``slots`` KV slots of ``layers`` x ``kv_heads`` x ``head_dim``.
+    ``call`` is the program's own (it gives each release the keywords it takes)."""
+    from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
+    requests_pool = call(ReqToTokenPool, size=requests, max_context_len=context, device="cpu",
+                         enable_memory_saver=False)
+    kv_pool = call(MHATokenToKVPool, size=slots, page_size=1, dtype=dtype, head_num=kv_heads,
+                   head_dim=head_dim, layer_num=layers, device="cpu", enable_memory_saver=False)
+    return requests_pool, kv_pool
+
+
 def forward_batch(mr, mode, lens, **fields):
     """A ForwardBatch of ``len(lens)`` requests (request ``i`` in row ``i`` of the runner's
     request table) with ``fields`` set; the CPU copies of the sequence lengths derived."""

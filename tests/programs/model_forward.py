@@ -19,7 +19,7 @@ import types
 
 import torch
 
-from batch_serving import cpu_streams, serve_batch
+from batch_serving import cpu_pools, cpu_streams, serve_batch
 from with_defaults import with_defaults
 
 
@@ -30,7 +30,6 @@ import transformers
 from sglang.srt import server_args as sa_module
 from sglang.srt.distributed import parallel_state as ps
 from sglang.srt.layers import dp_attention
-from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
 
 BACKEND = os.environ["H2_BACKEND"]
 HEADS, KV_HEADS, HEAD_DIM, LAYERS = 4, 2, 64, 2
@@ -87,14 +86,11 @@ PROMPTS = [torch.randint(3, 128, (n,), generator=g).tolist() for n in LENS]
 def runner(hf_config):
     """What sglang's backends read from a ModelRunner, with real pools on the CPU."""
     from sglang.srt.configs.model_config import AttentionArch
+    requests_pool, kv_pool = cpu_pools(call, 16, 256, 2048, torch.float32, KV_HEADS, HEAD_DIM,
+                                       LAYERS)
     mr = types.SimpleNamespace(
         device="cpu", gpu_id=0, sliding_window_size=None, token_to_kv_pool_allocator=None,
-        req_to_token_pool=call(ReqToTokenPool, size=16, max_context_len=256, device="cpu",
-                               enable_memory_saver=False),
-        token_to_kv_pool=call(MHATokenToKVPool, size=2048, page_size=1, dtype=torch.float32,
-                              head_num=KV_HEADS, head_dim=HEAD_DIM, layer_num=LAYERS,
-                              device="cpu", enable_memory_saver=False),
-        server_args=SERVER_ARGS,
+        req_to_token_pool=requests_pool, token_to_kv_pool=kv_pool, server_args=SERVER_ARGS,
         model_config=types.SimpleNamespace(num_attention_heads=HEADS, context_len=256,
                                            get_num_kv_heads=lambda tp: KV_HEADS,
                                            get_max_num_attention_heads=lambda: HEADS,

@@ -16,7 +16,8 @@ import time
 import traceback
 import types
 
-from batch_serving import cpu_streams, serve_batch  # pieces of tests/programs, put in place
+# pieces of tests/programs, put in place
+from batch_serving import cpu_pools, cpu_streams, serve_batch
 from with_defaults import with_defaults
 
 GRAPH = [
@@ -210,16 +211,12 @@ def setup():
 
 def runner():
     import torch
-    from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
     from sglang.srt.layers.attention.torch_native_backend import TorchNativeAttnBackend
+    requests_pool, kv_pool = cpu_pools(call, 8, 128, 512, torch.bfloat16, KV_HEADS, HEAD_DIM,
+                                       LAYERS)
     mr = types.SimpleNamespace(
         device="cpu", gpu_id=0, sliding_window_size=None, token_to_kv_pool_allocator=None,
-        req_to_token_pool=call(ReqToTokenPool, size=8, max_context_len=128, device="cpu",
-                               enable_memory_saver=False),
-        token_to_kv_pool=call(MHATokenToKVPool, size=512, page_size=1, dtype=torch.bfloat16,
-                              head_num=KV_HEADS, head_dim=HEAD_DIM, layer_num=LAYERS,
-                              device="cpu", enable_memory_saver=False),
-        server_args=SERVER_ARGS[0],
+        req_to_token_pool=requests_pool, token_to_kv_pool=kv_pool, server_args=SERVER_ARGS[0],
         model_config=types.SimpleNamespace(num_attention_heads=HEADS, context_len=128,
                                            get_num_kv_heads=lambda tp: KV_HEADS,
                                            is_encoder_decoder=False))
