@@ -16,7 +16,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from sglang_shims.cli.doctor.checks.tested import tidy
+from sglang_shims.cli.doctor.checks.tested import cell_of, tidy
 from tests.support.run import REPO
 
 from .run import DATA, RELAX, REMEDY, UNDECLARED, load, replacements
@@ -47,14 +47,6 @@ def verdict(cell: dict[str, Any] | None) -> str:
     if model["ok"] is None:
         return PARTIAL
     return PASS if model["ok"] else FAIL
-
-
-def cell_of(entry: dict[str, Any], tf: str, kernel: str, mode: str) -> dict[str, Any] | None:
-    for cell in entry["cells"]:
-        if (cell["transformers"], cell["kernel"], cell["mode"]) == (tf, kernel, mode):
-            found: dict[str, Any] = cell
-            return found
-    return None
 
 
 def why(cell: dict[str, Any]) -> str:

@@ -21,6 +21,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from sglang_shims.cli.doctor.checks.tested import cell_of
+
 from . import ledger, pypi, snapshot
 from .context import Context, log
 
@@ -178,7 +180,7 @@ def _run_transformers(context: Context, version: str, chosen: list[str],
                       matrix: dict[str, Any], scratch: Path) -> list[Outcome]:
     """The newest-5 column of ``chosen`` releases on transformers ``version``: merged into
     the matrix data, compared with the cells recorded before."""
-    from tools.matrix import render, run
+    from tools.matrix import run
 
     outcomes = []
     for release in chosen:
@@ -191,7 +193,7 @@ def _run_transformers(context: Context, version: str, chosen: list[str],
         for cell in entry["cells"]:
             if cell["transformers"] != "newest5":
                 continue
-            before = render.cell_of(old, "newest5", cell["kernel"], cell["mode"]) if old \
+            before = cell_of(old, "newest5", cell["kernel"], cell["mode"]) if old \
                 else None
             was = (old or {}).get("versions", {}).get("transformers5", "?")
             outcomes.append(Outcome(release, f"transformers {version}", cell["kernel"],
@@ -213,7 +215,7 @@ def _run_upgrade(project: str, version: str, chosen: list[str]) -> list[Outcome]
     """Each chosen release's own pins with ``project`` raised to ``version`` (no kernel,
     stock and with the shims): reported only."""
     from sglang_shims.testing import wheels
-    from tools.matrix import render, run
+    from tools.matrix import run
 
     outcomes = []
     for release in chosen:
@@ -232,7 +234,7 @@ def _run_upgrade(project: str, version: str, chosen: list[str]) -> list[Outcome]
             cell = run._trim(run.run_cell([extra / "site", root], shims=mode == "shims",
                                           model=True))
             old = run.load()["releases"].get(release)
-            before = render.cell_of(old, "pinned", "none", mode) if old else None
+            before = cell_of(old, "pinned", "none", mode) if old else None
             outcomes.append(Outcome(release, f"{project} {version}", "none", mode,
                                     f"{_verdict(before)} (its pins)", _verdict(cell), cell,
                                     relaxed))

@@ -91,7 +91,9 @@ def _outcome(cell: dict[str, Any] | None) -> tuple[bool | None, str]:
     return False, f"the serving graph imports but the model check failed: {model.get('error')}"
 
 
-def _cell(entry: dict[str, Any], tf: str, kernel: str, mode: str) -> dict[str, Any] | None:
+def cell_of(entry: dict[str, Any], tf: str, kernel: str, mode: str) -> dict[str, Any] | None:
+    """The cell of a release's matrix entry at (transformers flavour, kernel, mode), if run;
+    the matrix's own page reads its data through this too (tools/matrix/render.py)."""
     for cell in entry["cells"]:
         if (cell["transformers"], cell["kernel"], cell["mode"]) == (tf, kernel, mode):
             found: dict[str, Any] = cell
@@ -170,8 +172,8 @@ def check_tested(facts: Facts) -> list[Finding]:
                         f" {tf5}, with no kernel or the kernels {kernels.get('pinned')} and"
                         f" {kernels.get('newer')}",
                         "docs/compatibility.md lists what was run")]
-    shims_ok, shims_text = _outcome(_cell(entry, tf, slot, "shims"))
-    stock_cell = _cell(entry, tf, slot, "stock")
+    shims_ok, shims_text = _outcome(cell_of(entry, tf, slot, "shims"))
+    stock_cell = cell_of(entry, tf, slot, "stock")
     stock_ok, _ = _outcome(stock_cell)
     column = f"transformers {transformers}, " + ("no kernel" if slot == "none" else
                                                  f"kernel {kernel} (its export surface)")
