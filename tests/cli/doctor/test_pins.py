@@ -96,6 +96,17 @@ def test_a_range_pin_off_its_range_is_said_as_information() -> None:
         "off the pin")
 
 
+def test_an_exact_pin_off_is_a_warning_even_without_a_known_break() -> None:
+    """``torchaudio==2.8.0`` (sglang 0.5.1): no break on record, but an exact pin is the one
+    release sglang was tested with. The pins met come first, as one row."""
+    found = findings({"torch": "2.8.0", "sgl-kernel": "0.3.5", "torchaudio": "2.9.0"}, "0.5.1")
+    [torchaudio] = [f for f in found if " pins torchaudio" in f.detail]
+    assert torchaudio.level == "warn" and torchaudio.detail.startswith(
+        "sglang 0.5.1 pins torchaudio==2.8.0; torchaudio 2.9.0 is installed")
+    assert found[0].level == "ok" and found[0].detail.startswith("sglang 0.5.1's pins are met")
+    assert sum(f.level == "ok" for f in found) == 1
+
+
 @pytest.mark.parametrize("sglang", ["0.4.6.post5", "0.5.1", "0.5.11", "0.5.12", "0.5.23"])
 def test_every_pinned_neighbour_is_named_when_off_its_pin(sglang: str) -> None:
     """Each library of the neighbour table that this release pins, installed at a version
