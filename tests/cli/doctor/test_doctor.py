@@ -606,6 +606,19 @@ def test_pre_cxx11_abi_is_named() -> None:
     assert "pre-C++11" in failure.summary
 
 
+def test_a_missing_torch_library_asks_for_torch_again_not_for_the_library() -> None:
+    """libc10.so missing: torch's own install is broken, which no system package fixes; any
+    other missing library gets the install line for what provides it."""
+    f = facts({"sgl-kernel": "0.3.21", "torch": "2.9.1"})
+    own = doctor.checks.probe.import_failure_finding(f, classify_import_error(
+        "ImportError: libc10.so: cannot open shared object file: No such file or directory"))
+    assert own.remedy == "reinstall torch (its own libraries are missing): pip install " \
+        "--force-reinstall torch"
+    other = doctor.checks.probe.import_failure_finding(f, classify_import_error(
+        "ImportError: libnuma.so.1: cannot open shared object file: No such file"))
+    assert "reinstall torch" not in other.remedy and "libnuma" in other.remedy
+
+
 def test_driver_failure_remedy() -> None:
     f = facts({"sgl-kernel": "0.2.7"})
     finding = doctor.checks.probe.import_failure_finding(f, classify_import_error(
