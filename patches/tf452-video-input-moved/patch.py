@@ -16,7 +16,9 @@ The name is a ``typing.Union`` used only in annotations there (``videos: VideoIn
 None``, ``Union[ImageInput, VideoInput]``), never called, so a lazy ``[[provide]]`` proxy
 would stay in those annotations as a wrong value; the alias still exists, so the real one,
 ``transformers.video_utils.VideoInput`` (what transformers' own processors annotate videos
-with), is bound under the old name before the file's body runs.
+with), is bound under the old name before the file's body runs.  Importing ``video_utils``
+that early costs nothing extra: the file imports ``transformers.processing_utils``, which
+imports ``video_utils`` itself (read in 4.52.0 and 5.25.0).
 """
 
 from __future__ import annotations
