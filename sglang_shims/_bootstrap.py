@@ -64,6 +64,7 @@ TARGETS = {
     "tf448-llama-flash-attention2-removed": "transformers.models.llama.modeling_llama",
     "tf449-mllama-valid-images-removed": "sglang.srt.configs.qwen2_5_vl_config",
     "tf449-qwen2-5-vl-register-collision": "sglang.srt.configs.qwen2_5_vl_config",
+    "tf452-video-input-moved": "sglang.srt.configs.qwen2_5_vl_config",
     "tf5-attn-mask-utils-removed": "sglang.srt.models.clip",
     "tf5-chat-template-return-dict": "sglang.srt.entrypoints.openai.serving_chat",
     "tf5-config-dataclass-defaults": "sglang.srt.models.vila",

@@ -170,6 +170,12 @@ patch fingerprints are read from them, by range requests (:mod:`sglang_shims.tes
 wheel_members`)."""
 
 
+def roots(manifest: Manifest) -> set[str]:
+    """The top-level packages of the patch's target and of every module it fingerprints."""
+    modules = (manifest.target, *(m for fp in manifest.fingerprints for m in fp.modules))
+    return {m.partition(".")[0] for m in modules}
+
+
 def fingerprinted_files(manifest: Manifest, dist: str, version: str) -> Path:
     root = dist.replace("-", "_")
     names = tuple(f"{m.replace('.', '/')}{tail}" for fp in manifest.fingerprints
@@ -194,9 +200,10 @@ def test_release(patch_id: str, version: str,
         versions[dist] = dist_version
         if dist in ("sgl-kernel", "sglang-kernel"):
             search.append(standin_kernel(dist_version, name=dist))
-        elif manifest.target.partition(".")[0] == dist.replace("-", "_"):
-            # the patch's target lives in that distribution (a transformers module, say):
-            # put its real wheel on the search path so the fingerprint is read from it
+        elif dist.replace("-", "_") in roots(manifest):
+            # the patch's target or a fingerprinted module lives in that distribution (a
+            # transformers module, say): put its real wheel on the search path so the
+            # fingerprint is read from it
             search.append(fingerprinted_files(manifest, dist, dist_version)
                           if dist in READ_IN_PART else pypi_release(dist, dist_version))
     env = Environment(versions=versions, hermetic=True, capabilities=gpu_for(manifest),

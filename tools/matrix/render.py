@@ -240,11 +240,10 @@ CAUSES = [
     (r"cannot import name 'VideoInput' from 'transformers\.image_utils'", SHIM_GAP,
      "sglang 0.4.3.post1-0.4.4.post1 ship their own `configs/qwen2_5_vl_config.py`, imported"
      " by `sglang.srt.configs` at start-up, which imports `VideoInput` from"
-     " `transformers.image_utils`; transformers 5.25.0 defines it only in"
-     " `transformers.video_utils` (read from both wheels; their pinned 4.48.3 has it where"
-     " they look). Not shimmed yet: a patch could bind the name before that module's body;"
-     " the transformers release that moved it is still to be read from the wheels for its"
-     " range."),
+     " `transformers.image_utils`; transformers 4.52.0 moved it to `transformers.video_utils`"
+     " (read from the wheels; their pinned 4.48.3 has it where they look)."
+     " `tf452-video-input-moved` binds it there before that module's body; a cell that"
+     " still shows this was run on a commit before it (the commit is listed)."),
     (r"Ninja build failed", SHIM_GAP,
      "These releases take flashinfer's `fused_add_rmsnorm` whenever flashinfer is installed"
      " (`layernorm.py`: `if _is_flashinfer_available: from flashinfer.norm import"
