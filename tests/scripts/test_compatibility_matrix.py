@@ -474,3 +474,66 @@ def test_shipped_part_answers_as_the_full_data(monkeypatch: pytest.MonkeyPatch) 
                         "torch": "2.13.0"}
             assert _doctor(monkeypatch, shipped, **versions) == \
                 _doctor(monkeypatch, full, **versions), (release, cell)
+
+
+SDIST_BACKEND = '''\
+import base64, hashlib, zipfile
+
+def get_requires_for_build_wheel(config_settings=None):
+    return ["sglang-shims-test-never-published"]  # as flashinfer 0.4's asks for torch
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    name = "sourceonly-1.0-py3-none-any.whl"
+    files = {"sourceonly.py": b"BUILT = True\\n",
+             "sourceonly-1.0.dist-info/METADATA":
+                 b"Metadata-Version: 2.1\\nName: sourceonly\\nVersion: 1.0\\n",
+             "sourceonly-1.0.dist-info/WHEEL":
+                 b"Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\n"
+                 b"Tag: py3-none-any\\n"}
+    record = []
+    with zipfile.ZipFile(wheel_directory + "/" + name, "w") as out:
+        for path, data in files.items():
+            out.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            record.append(f"{path},sha256={digest.decode()},{len(data)}")
+        record.append("sourceonly-1.0.dist-info/RECORD,,")
+        out.writestr("sourceonly-1.0.dist-info/RECORD", "\\n".join(record) + "\\n")
+    return name
+'''
+
+
+def test_a_locked_install_resolves_no_build_requirement(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock pinning a source-only package (flashinfer-python 0.2-0.4) is built without
+    resolving its build requirements: flashinfer 0.4.0rc3's backend asks for an unpinned
+    torch, which an isolated build fetched from the index (torch 2.15.0, triton and CUDA
+    libraries).  Here, offline, the sdist's backend asks for a name no index has: the
+    install succeeds only if nothing is resolved."""
+    import tarfile
+
+    need("uv")
+    from sglang_shims.testing import wheels
+
+    src = tmp_path / "sourceonly-1.0"
+    src.mkdir()
+    (src / "backend.py").write_text(SDIST_BACKEND)
+    (src / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+        '[project]\nname = "sourceonly"\nversion = "1.0"\n')
+    (src / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: sourceonly\nVersion: 1.0\n")
+    links = tmp_path / "links"
+    links.mkdir()
+    with tarfile.open(links / "sourceonly-1.0.tar.gz", "w:gz") as archive:
+        archive.add(src, arcname=src.name)
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks" / "9.9.9-pinned.txt").write_text("# test\nsourceonly==1.0\n")
+    monkeypatch.setattr(run, "LOCKS", tmp_path / "locks")
+    monkeypatch.setattr(run, "BUILDER", ())  # the builder's own pins need the index
+    monkeypatch.setattr(wheels, "cache_dir", lambda: tmp_path / "cache")
+    for name, value in (("UV_OFFLINE", "1"), ("UV_FIND_LINKS", str(links)),
+                        ("UV_CACHE_DIR", str(tmp_path / "uv-cache"))):
+        monkeypatch.setenv(name, value)
+    folder = run.overlay("9.9.9", tmp_path, None, locked=True)
+    assert (folder / "site" / "sourceonly.py").read_text() == "BUILT = True\n"
+    assert not (folder / "builder").exists()
+    assert (folder / "installed.txt").read_text() == "sourceonly==1.0\n"
