@@ -32,10 +32,13 @@ from ..support.stacks import locked_overlay
 # (triton's removed cache helpers) and with the shims (those helpers, and the fallback
 # standing in for a kernel two torch lines older: the graph imports, the model harness
 # sets up 0.5.x only); with the shims 0.4.0 (vllm's and sglang's triton helpers, the
-# flashinfer check, outlines' airports from airportsdata; no kernel) and 0.4.4.post1 (the
-# deep_gemm stand-in beside the fallback), both pinned by such frameworks.  Small overlays
-# (< 0.6 GB each); about 6 min of CPU on 2 cores.
-CI_SAMPLE = [("0.4.0", "pinned", "shims"), ("0.4.4.post1", "pinned", "shims"),
+# flashinfer check, outlines' airports from airportsdata; no kernel; pinned by such
+# frameworks) and 0.4.5 (the deep_gemm stand-in beside the fallback, the flashinfer check,
+# transformers 4.48's removed attention class: every patch 0.4.4.post1's cell needs but
+# vllm's, which 0.4.0 covers, without installing a second vllm: sglang <= 0.4.4.post1
+# require vllm, 0.5 GB with ray and xformers).  Small overlays (< 0.6 GB each, vllm 0.6.4's
+# the one large one); about 6 min of CPU on 2 cores.
+CI_SAMPLE = [("0.4.0", "pinned", "shims"), ("0.4.5", "pinned", "shims"),
              ("0.4.6.post5", "pinned", "stock"), ("0.4.6.post5", "pinned", "shims"),
              ("0.5.5", "pinned", "stock"), ("0.5.5", "pinned", "shims"),
              ("0.5.9", "newest5", "shims")]
@@ -508,3 +511,66 @@ def test_shipped_part_answers_as_the_full_data(monkeypatch: pytest.MonkeyPatch) 
                         "torch": "2.13.0"}
             assert _doctor(monkeypatch, shipped, **versions) == \
                 _doctor(monkeypatch, full, **versions), (release, cell)
+
+
+SDIST_BACKEND = '''\
+import base64, hashlib, zipfile
+
+def get_requires_for_build_wheel(config_settings=None):
+    return ["sglang-shims-test-never-published"]  # as flashinfer 0.4's asks for torch
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    name = "sourceonly-1.0-py3-none-any.whl"
+    files = {"sourceonly.py": b"BUILT = True\\n",
+             "sourceonly-1.0.dist-info/METADATA":
+                 b"Metadata-Version: 2.1\\nName: sourceonly\\nVersion: 1.0\\n",
+             "sourceonly-1.0.dist-info/WHEEL":
+                 b"Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\n"
+                 b"Tag: py3-none-any\\n"}
+    record = []
+    with zipfile.ZipFile(wheel_directory + "/" + name, "w") as out:
+        for path, data in files.items():
+            out.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            record.append(f"{path},sha256={digest.decode()},{len(data)}")
+        record.append("sourceonly-1.0.dist-info/RECORD,,")
+        out.writestr("sourceonly-1.0.dist-info/RECORD", "\\n".join(record) + "\\n")
+    return name
+'''
+
+
+def test_a_locked_install_resolves_no_build_requirement(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock pinning a source-only package (flashinfer-python 0.2-0.4) is built without
+    resolving its build requirements: flashinfer 0.4.0rc3's backend asks for an unpinned
+    torch, which an isolated build fetched from the index (torch 2.15.0, triton and CUDA
+    libraries).  Here, offline, the sdist's backend asks for a name no index has: the
+    install succeeds only if nothing is resolved."""
+    import tarfile
+
+    need("uv")
+    from sglang_shims.testing import wheels
+
+    src = tmp_path / "sourceonly-1.0"
+    src.mkdir()
+    (src / "backend.py").write_text(SDIST_BACKEND)
+    (src / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+        '[project]\nname = "sourceonly"\nversion = "1.0"\n')
+    (src / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: sourceonly\nVersion: 1.0\n")
+    links = tmp_path / "links"
+    links.mkdir()
+    with tarfile.open(links / "sourceonly-1.0.tar.gz", "w:gz") as archive:
+        archive.add(src, arcname=src.name)
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks" / "9.9.9-pinned.txt").write_text("# test\nsourceonly==1.0\n")
+    monkeypatch.setattr(run, "LOCKS", tmp_path / "locks")
+    monkeypatch.setattr(run, "BUILDER", ())  # the builder's own pins need the index
+    monkeypatch.setattr(wheels, "cache_dir", lambda: tmp_path / "cache")
+    for name, value in (("UV_OFFLINE", "1"), ("UV_FIND_LINKS", str(links)),
+                        ("UV_CACHE_DIR", str(tmp_path / "uv-cache"))):
+        monkeypatch.setenv(name, value)
+    folder = run.overlay("9.9.9", tmp_path, None, locked=True)
+    assert (folder / "site" / "sourceonly.py").read_text() == "BUILT = True\n"
+    assert not (folder / "builder").exists()
+    assert (folder / "installed.txt").read_text() == "sourceonly==1.0\n"

@@ -5,9 +5,11 @@ wheel with its version changed and one line added to ``sglang/srt/entrypoints/en
 (the "break"), served from a local folder
 (``--index none --find-links``) with a private wheel cache, in a scratch copy of this
 checkout whose recorded index is cut to two real releases so that every wheel the loop
-reads is at hand.  The loop: the canary lists it, the refresh takes it into the release
-list and the per-release data, ``doctor`` calls it untested, a patch for the break is
-written, the refresh indexes it, the range test agrees and ``--check`` passes.  The
+reads is at hand (those two and the sm_120 attention spread, seeded into the private cache
+from the suite's, unpacked, beside the suite's cache of compiled sm_120 kernels).  The
+loop: the canary lists it, the refresh takes it into the release list and the per-release
+data, ``doctor`` calls it untested, a patch for the break is written, the refresh indexes
+it, the range test agrees and ``--check`` passes.  The
 canary's cells are the one step left out: they build environments from the index (the
 runner's resolver rules are tested in test_compatibility_matrix.py).
 """
@@ -29,11 +31,16 @@ from packaging.version import Version
 
 from ..support.releases import RELEASES
 from ..support.run import REPO, clean_env
+from ..support.sm120_attention import RELEASES as SM120_RELEASES
+from ..support.sm120_attention import TRITON_CACHE
 
 pytestmark = pytest.mark.wheels
 
 REAL = ("0.5.16", "0.5.23")
 """The real wheels the scratch copy keeps (any two releases with the hooks the loop reads)."""
+AT_HAND = sorted({*REAL, *SM120_RELEASES}, key=Version)
+"""Every sglang wheel the loop reads: REAL, and the spread whose attention kernels the
+refresh's sglang-sm120-attention generator compiles (a fixed list, not the index's)."""
 
 
 def _after(version: str) -> str:
@@ -89,6 +96,27 @@ def copy_checkout(dest: Path) -> Path:
     return dest
 
 
+def seed(cache: Path) -> None:
+    """Put what the suite already has at hand into the loop's private wheel ``cache``: the
+    wheels the loop reads (AT_HAND, from the suite's cache) and copies of them unpacked and
+    byte-compiled as the suite's cache holds them; and, as a link, the suite's Triton cache
+    of sm_120 kernels (the attention patch's tests compile the same launches; Triton's
+    cache is keyed by content and written atomically, and the suite's workers share it
+    already), so that a kernel is compiled once per machine, not at every run of this test.
+    Without them the loop fetched five wheels from the index, unpacked and byte-compiled
+    seven, and compiled every sm_120 kernel again (the default refresh took 190-300 s on a
+    loaded 2-core machine, 261 s of it the attention generator)."""
+    from sglang_shims.testing import wheels
+
+    (cache / "unpacked").mkdir()
+    for version in AT_HAND:
+        shutil.copy(wheels.fetch("sglang", version), cache)
+        unpacked = wheels.unpack("sglang", version)
+        shutil.copytree(unpacked, cache / "unpacked" / unpacked.name)
+    TRITON_CACHE.mkdir(mode=0o700, exist_ok=True)
+    (cache / TRITON_CACHE.name).symlink_to(TRITON_CACHE, target_is_directory=True)
+
+
 def manifest() -> str:
     return textwrap.dedent(f'''\
         id = "{PATCH_ID}"
@@ -125,8 +153,7 @@ def test_a_new_sglang_release_goes_round_the_loop(tmp_path: Path) -> None:
     cache.mkdir(mode=0o700)
     index.mkdir()
     real = {v: wheels.fetch("sglang", v) for v in REAL}  # the sample's real wheels
-    for path in real.values():
-        shutil.copy(path, cache / path.name)
+    seed(cache)
     repo = copy_checkout(tmp_path / "repo")
     snapshot = repo / "tools" / "refresh" / "data" / "index.json"
     data = json.loads(snapshot.read_text())

@@ -19,13 +19,24 @@ import pytest
 from sglang_shims.catalog import prose
 
 from ..support.run import REPO
-from ..support.venvs import Venv, add_fake_sglang, pip_install, sh
+from ..support.venvs import Venv, add_fake_sglang, new_venv, pip_install, sh
 
 pytestmark = pytest.mark.venv
 
 
 
 IMPORT_AWQ = "import sglang.srt.layers.quantization.awq as m; print(m.fused_marlin_moe.__name__)"
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory,
+              standin_kernel: Callable[..., Path]) -> Venv:
+    """One venv with the wheel installed by pip and the fake sglang, for the tests that only
+    run interpreters in it (they change nothing in it: no bytecode is written either)."""
+    venv = new_venv(tmp_path_factory.mktemp("installed"))
+    pip_install(venv, wheel)
+    add_fake_sglang(venv, standin_kernel("0.3.18"))
+    return venv
 
 
 def test_pip_install_activates_and_uninstalls_cleanly(
@@ -66,14 +77,12 @@ def test_pip_install_activates_and_uninstalls_cleanly(
     assert not list(venv.site.glob("__pycache__/_sglang_shims_start*")), "or its bytecode"
 
 
-def test_nothing_of_ours_imported_at_start(wheel: Path, make_venv: Callable[[], Venv],
-                                          standin_kernel: Callable[..., Path],
+def test_nothing_of_ours_imported_at_start(installed: Venv, make_venv: Callable[[], Venv],
                                           tmp_path: Path) -> None:
     """The .pth line imports the start-up module beside it and nothing of the package, nor
     anything else: our package loads at the first watched import only, also with toggles or
     SGLANG_SHIMS_PATH set, whose warnings wait for that import too."""
-    venv = make_venv()
-    pip_install(venv, wheel)
+    venv = installed
     extra = tmp_path / "extra"
     extra.mkdir(mode=0o700)
     loaded = "import sys; print(sorted(m for m in sys.modules if 'shims' in m))"
@@ -87,7 +96,6 @@ def test_nothing_of_ours_imported_at_start(wheel: Path, make_venv: Callable[[], 
         imported = {line.rpartition("|")[2].strip() for line in out.stderr.splitlines()}
         assert imported - stock == {"_sglang_shims_start"}, env
         assert "warning" not in out.stderr.lower(), env
-    add_fake_sglang(venv, standin_kernel("0.3.18"))
     woke = venv.run("-c", "import sgl_kernel; " + loaded)
     assert "'sglang_shims._bootstrap'" in woke.stdout and "'sglang_shims.engine'" in woke.stdout
     assert venv.run("-c", "import sgl_kernel; " + loaded, SGLANG_SHIMS="0").stdout.strip() \
@@ -134,13 +142,9 @@ def test_uv_install_activates(wheel: Path, make_venv: Callable[[], Venv],
     assert ok.returncode == 0, ok.stderr
 
 
-def test_spawned_children_are_patched(wheel: Path, make_venv: Callable[[], Venv],
-                                      standin_kernel: Callable[..., Path],
-                                      tmp_path: Path) -> None:
+def test_spawned_children_are_patched(installed: Venv, tmp_path: Path) -> None:
     """Spawn and forkserver children run site again, so the .pth patches them too."""
-    venv = make_venv()
-    pip_install(venv, wheel)
-    add_fake_sglang(venv, standin_kernel("0.3.18"))
+    venv = installed
     script = tmp_path / "spawner.py"
     script.write_text(
         "import multiprocessing as mp, os\n"
@@ -185,14 +189,11 @@ def test_half_installed_package_never_breaks_start(
                             " named 'sglang_shims')") == 1, out.stderr
 
 
-def test_sglang_plugin_entry_point(wheel: Path, make_venv: Callable[[], Venv],
-                                   standin_kernel: Callable[..., Path]) -> None:
+def test_sglang_plugin_entry_point(installed: Venv) -> None:
     """sglang >= 0.5.11 calls every `sglang.srt.plugins` entry point (ep.load()()) in the
     processes it starts.  Ours installs the shims where the .pth did not run, and is a
     no-op where it did: no patch is ever applied twice in one process."""
-    venv = make_venv()
-    pip_install(venv, wheel)
-    add_fake_sglang(venv, standin_kernel("0.3.18"))
+    venv = installed
     code = (
         "import json, sys\n"
         "from importlib.metadata import entry_points\n"

@@ -162,6 +162,15 @@ UNDECLARED: list[tuple[str, str, str, str]] = [
      " requirement as 0.4.4.post3 declares it, and resolves it as for 0.4.4.post3"),
 ]
 NVIDIA_INDEX = "https://pypi.nvidia.com"  # tried first for what only NVIDIA publishes
+BUILDER = ("setuptools==84.2.1", "packaging==26.4", "wheel==0.48.0")
+"""The environment a locked install builds source-only pins in (flashinfer-python 0.2.x to
+0.4.x publish no wheel), without build isolation: an isolated build resolves the build
+requirements against the index of the hour, and flashinfer-python 0.4.0rc3's backend asks for
+an unpinned ``torch`` (and ninja, numpy, requests) even though it only copies files without
+``FLASHINFER_ENABLE_AOT``, so uv fetched the newest torch, triton and CUDA libraries (torch
+2.15.0 and triton 3.9.0 on 2026-12-05, several GB) to build it (sglang 0.5.3's lock, read by
+tests/patches/test_flashinfer_jit_norm_fallback.py).  Pinned, so that a lock pins the whole
+install; a source build that needs anything else fails, naming what is missing."""
 KEPT = ("torch", "torchvision", "triton")  # overridden to this environment's versions
 TIMEOUT = 900
 TREE = [REPO]  # the checkout whose sglang_shims the cells run (--tree: a clean snapshot)
@@ -279,7 +288,7 @@ def overlay(release: str, root: Path, transformers: str | None,
     cap = None
     if locked:
         wanted, relaxed, index = read_lock(lock)
-        _install(work, index, here, wanted)
+        _install(work, index, here, wanted, isolated=False)
     else:
         cap = None if transformers or "transformers" in pins(root) else uploaded(release)
         relaxed, index = _resolve(work, root, here, transformers, upgrades, cap)
@@ -427,15 +436,39 @@ def read_lock(path: Path) -> tuple[dict[str, str], list[str], list[str]]:
 
 
 def _install(work: Path, index: list[str], here: dict[str, str],
-             wanted: dict[str, str]) -> None:
-    """Install into ``work/site`` what of ``wanted`` differs from this environment."""
+             wanted: dict[str, str], *, isolated: bool = True) -> None:
+    """Install into ``work/site`` what of ``wanted`` differs from this environment.
+
+    ``isolated=False`` (a lock's install): source-only pins are built without isolation in a
+    private :func:`_builder` environment, so that nothing is resolved (see :data:`BUILDER`);
+    else in isolated environments uv resolves (the matrix run, which resolves anyway)."""
     shutil.rmtree(work / "site", ignore_errors=True)
     todo = sorted(f"{n}=={v}" for n, v in wanted.items()
                   if n not in LEFT_OUT and here.get(n) != v)
     (work / "installed.txt").write_text("".join(f"{t}\n" for t in todo), encoding="utf-8")
-    if todo:
+    if not todo:
+        return
+    if isolated:
         _uv("pip", "install", "--python", sys.executable, "--quiet", "--no-deps", *index,
             "--target", work / "site", "-r", work / "installed.txt")
+        return
+    try:
+        _uv("pip", "install", "--python", _builder(work / "builder"), "--no-build-isolation",
+            "--quiet", "--no-deps", *index, "--target", work / "site", "-r",
+            work / "installed.txt")
+    finally:
+        shutil.rmtree(work / "builder", ignore_errors=True)
+
+
+def _builder(folder: Path) -> Path:
+    """A fresh environment of this interpreter with :data:`BUILDER` in it (exact pins, no
+    dependency resolved); its interpreter."""
+    shutil.rmtree(folder, ignore_errors=True)
+    _uv("venv", "--quiet", "--python", sys.executable, folder)
+    python = folder / "bin" / "python"
+    if BUILDER:
+        _uv("pip", "install", "--python", python, "--quiet", "--no-deps", *BUILDER)
+    return python
 
 
 def replacements(error: str, done: list[str]) -> list[str]:
