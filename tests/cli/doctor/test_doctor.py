@@ -1164,6 +1164,29 @@ def test_serving_tier_remedy_without_sglang_is_install_sglang() -> None:
         hermetic({"sglang": "0.5.20", "torch": "2.9.1"}), gates)
 
 
+def test_the_serving_tier_follows_the_kernel_checks() -> None:
+    """A kernel that loads serves, whatever else failed; one that the ABI, arch or import
+    check failed leaves it to the fallback, which says why."""
+    import types
+
+    from sglang_shims.cli.doctor.checks.serving_tier import serving_tier
+
+    view = types.SimpleNamespace(
+        manifest=types.SimpleNamespace(id="sgl-kernel-triton-fallback", requires=()),
+        enabled=True, judged=types.SimpleNamespace(state="would-apply", reason=""))
+    result = types.SimpleNamespace(views=[view])
+    env = hermetic({"sgl-kernel": "0.3.21", "triton": "3.5.0"})
+    other = Finding("cuda-libs", Level.FAIL, "libnuma.so.1 missing")
+    served = serving_tier([other], env, result)
+    assert served.level == Level.INFO and served.detail == (
+        "sgl-kernel 0.3.21 (ahead-of-time kernels) serves sgl_kernel")
+    abi = Finding("sgl-kernel-abi", Level.FAIL, "built for torch 2.8")
+    fallback = serving_tier([other, abi], env, result)
+    assert fallback.level == Level.INFO and fallback.detail == (
+        "sglang-shims' fallback kernels would serve sgl_kernel: Triton (JIT, compiled for this"
+        " GPU); because sgl-kernel-abi: built for torch 2.8")
+
+
 # Rules whose other tests check only that they fire: here each meets the machine of its
 # report (versions, GPU, driver, toolkit, variables) and must say the error users see
 # and a remedy that fixes it (the remedies are the reports' own fixes).
