@@ -9,11 +9,12 @@ maker's disk, so every recorder passes its text through :func:`portable` first.
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from sglang_shims.testing.wheels import cache_path
 
 _SITE = re.compile(r"(?:[A-Za-z]:)?[^\s'\"()<>|:]*[/\\](?:site|dist)-packages(?=[/\\])")
 """An installation's package folder, with everything before it (``.../site-packages``)."""
@@ -23,14 +24,6 @@ def _temp() -> re.Pattern[str]:
     return re.compile(re.escape(tempfile.gettempdir().rstrip("/")) + r"/[^\s'\"()<>|:/]*")
 
 
-def _wheel_cache() -> str:
-    """The wheel cache's folder, as ``sglang_shims.testing.wheels.cache_dir`` finds it
-    (without making it): the matrix's environments live in it."""
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return str(os.environ.get("SGLANG_SHIMS_WHEEL_CACHE") or base / "sglang-shims" / "wheels")
-
-
 def portable(text: str) -> str:
     """``text`` with each package folder's path written ``<site-packages>``, the temporary
     folder with the scratch folder made in it (a random name) written ``<tmp>``
@@ -38,7 +31,7 @@ def portable(text: str) -> str:
     ``<tmp>/0.5.3/sgl_kernel/__init__.py``), the wheel cache ``<wheel-cache>`` (the matrix's
     environments: ``<wheel-cache>/matrix/0.4.2-pinned/site/vllm/...``) and what is left of
     the home folder ``~``."""
-    text = text.replace(_wheel_cache().rstrip("/") + "/", "<wheel-cache>/")
+    text = text.replace(str(cache_path()).rstrip("/") + "/", "<wheel-cache>/")
     text = _temp().sub("<tmp>", _SITE.sub("<site-packages>", text))
     home = str(Path.home()).rstrip("/")
     return re.sub(re.escape(home) + r"(?=/)", "~", text) if len(home) > 1 else text

@@ -35,6 +35,14 @@ def not_served(error: str) -> bool:
     return bool(_NOT_SERVED.search(error))
 
 
+def cache_path() -> Path:
+    """Where the wheel cache is (``SGLANG_SHIMS_WHEEL_CACHE``, else the user's cache folder),
+    neither made nor checked: :func:`cache_dir` does both."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return Path(os.environ.get("SGLANG_SHIMS_WHEEL_CACHE") or base / "sglang-shims" / "wheels")
+
+
 def cache_dir() -> Path:
     """The wheel cache, made 0700 when missing; refused when another user could write it.
 
@@ -44,9 +52,7 @@ def cache_dir() -> Path:
     """
     from .. import _trust
 
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    path = Path(os.environ.get("SGLANG_SHIMS_WHEEL_CACHE") or base / "sglang-shims" / "wheels")
+    path = cache_path()
     if not path.exists():
         os.close(_trust.open_folder(path))  # made 0700, parents too
     problem = _trust.chain_problem(path)
