@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -572,3 +573,42 @@ def test_slow_steps_name_their_place_in_the_repetition(e2e: ModuleType) -> None:
     steps = [*rep[:8], 0.009, 0.002, *rep[:3], 0.005, 0.005, *rep[:3], 0.009, 0.002]
     assert e2e.slow_steps(steps, 10) == [[8, 0, 9.0], [3, 1, 5.0], [4, 1, 5.0], [8, 1, 9.0]]
     assert e2e.slow_steps([0.002] * 6, 3) == [] and e2e.slow_steps([], 3) == []
+
+
+def test_steady_step_is_the_best_stretch_within_one_repetition(e2e: ModuleType) -> None:
+    """A slow stretch on one server does not move it; windows never span two repetitions."""
+    slow_then_fast = [2.0] * 20 + [1.0] * 16 + [2.0] * 4
+    assert e2e.steady_step(slow_then_fast, 40) == 1.0
+    # 8 fast steps ending repetition 0 and 8 starting repetition 1: no window of 16 holds
+    # them all, so the best window still has slow steps in it
+    split = [2.0] * 12 + [1.0] * 8 + [1.0] * 8 + [2.0] * 12
+    assert e2e.steady_step(split, 20) == 1.5
+    assert e2e.steady_step([1.0] * 10, 10) is None and e2e.steady_step([1.0] * 20, 0) is None
+
+
+def test_the_steady_row_compares_the_stacks_best_stretches(e2e: ModuleType) -> None:
+    fast, slow = [1.0] * 16 + [3.0] * 16, [1.1] * 32
+    results = {"speed-none-triton": e2e.combine([_speed_run([90.0], fast, 0.2)] * 2),
+               "speed-real-aot": e2e.combine([_speed_run([95.0], slow, 0.2),
+                                              _speed_run([95.0], [1.0] * 32, 0.2)])}
+    got = results["speed-real-aot"]["batches"]["1"]
+    assert got["server_steady_ms"] == [1.1, 1.0]
+    assert (got["steady_step_ms"], got["steady_spread"]) == (1.05, round(0.1 / 1.05, 4))
+    text = "\n".join(e2e.ratios(results, [1]))
+    assert "steady step (16-step best stretch), stock / Triton tier | 1.05x (spread 10%:" \
+           " within spread) | >= 1.0x |" in text
+
+
+def test_render_recombines_a_saved_run(e2e: ModuleType, tmp_path: Path) -> None:
+    one, two = _speed_run([100.0], [1.0] * 32, 0.2), _speed_run([50.0], [2.0] * 32, 0.2)
+    for run in (one, two):
+        run["batches"]["1"].update(step_ms_p50=1.0, step_ms_p99=2.0)
+    saved = {"date": "d", "gpu": "g", "python": "3", "torch": "t", "sglang": "s",
+             "transformers": "x", "triton": "y", "speed-none-triton#1": one,
+             "speed-none-triton#2": two,
+             "speed-none-triton": {"servers": 2, "batches": {}}}
+    (tmp_path / "e2e.json").write_text(json.dumps(saved))
+    assert e2e.main(["--render", str(tmp_path / "e2e.json")]) == 0
+    again = json.loads((tmp_path / "e2e.json").read_text())
+    assert again["speed-none-triton"]["batches"]["1"]["server_steady_ms"] == [1.0, 2.0]
+    assert "| speed-none-triton | 75.0 [50-100]" in (tmp_path / "e2e.md").read_text()
