@@ -27,7 +27,7 @@ if sys.argv[1:] == ["with-ops"]:
         lib.define(name + schema)
         lib.impl(name, lambda *args: None, "CPU")
 
-from vllm import _custom_ops as ops  # noqa: E402
+from vllm import _custom_ops as ops
 
 torch.manual_seed(0)
 result = {"modules": {name: getattr(ops, name).__module__ for name in NAMES}, "cases": {}}
@@ -66,7 +66,7 @@ def fused(shape, dtype):
 
 def act(kind, shape, dtype):
     x = (torch.randn(shape) * 2).to(dtype)
-    out = torch.full(shape[:-1] + (shape[-1] // 2,), float("nan"), dtype=dtype)
+    out = torch.full((*shape[:-1], shape[-1] // 2), float("nan"), dtype=dtype)
     before = out.data_ptr()
     getattr(ops, f"{kind}_and_mul")(out, x)
     return {"gap": gap(out, act_ref(kind, x)), "in_place": out.data_ptr() == before}
