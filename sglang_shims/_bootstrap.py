@@ -82,6 +82,7 @@ TARGETS = {
     "torch-amx-probe-removed": "sglang.srt.utils",
     "triton-cache-helpers-removed": "sglang.srt.utils",
     "triton-ptxas-blackwell": "sglang",
+    "vllm-custom-ops-standin": "vllm._custom_ops",
     "vllm-triton-cache-helpers-removed": "vllm.triton_utils.custom_cache_manager",
     "xgrammar-ffi-int-token-ids": "sglang.srt.constrained.xgrammar_backend",
 }

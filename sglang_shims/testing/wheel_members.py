@@ -80,13 +80,18 @@ def wheel_url(dist: str, version: str, index: str = INDEX) -> str:
 def members(dist: str, version: str, names: tuple[str, ...], cache: Path | None = None
             ) -> Path:
     """The folder holding those of ``names`` (paths inside the wheel) that the wheel has;
-    fetched once per cache.  :class:`NotServed` when the index cannot be reached."""
+    fetched once per cache.  :class:`NotServed` when the index cannot be reached.
+
+    Callers asking for different files of the same wheel share its folder: a request for a
+    name not fetched yet fetches it together with every name fetched before, so the folder
+    only grows and no caller's files disappear under another's request."""
     cache = cache or cache_dir()
     dest = cache / "members" / f"{re.sub(r'[-_.]+', '_', dist).lower()}-{version}"
     marker = dest / ".complete"
-    wanted = sorted(set(names))
-    if marker.exists() and marker.read_text(encoding="utf-8").split() == wanted:
+    fetched = set(marker.read_text(encoding="utf-8").split()) if marker.exists() else set()
+    if set(names) <= fetched:
         return dest
+    wanted = sorted(fetched | set(names))
     tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:

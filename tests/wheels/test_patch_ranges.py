@@ -120,6 +120,9 @@ EXCEPTIONS: dict[str, list[tuple[str, str]]] = {
     "vllm-triton-cache-helpers-removed": [(
         "*", "the fingerprint is on vllm; sglang is every release that requires vllm "
         "(read from their metadata: all before 0.4.4.post2)")],
+    "vllm-custom-ops-standin": [(
+        "*", "the fingerprints are on vllm; sglang is every release whose CUDA path calls "
+        "vllm's norm, activation or RoPE ops (read from the wheels: all before 0.4.2.post4)")],
     "torch-amx-probe-removed": [(
         ">=0.5.2rc0,<0.5.4", "0.5.2rc0-0.5.3rc0 still name the probe, inside a module-level "
         "try/except that survives its removal")],

@@ -225,8 +225,9 @@ CAUSES = [
      " machine: it needs libcudart.so.12 (torch 2.14.1 is built for CUDA 13) and 18"
      " libtorch/c10 symbols torch 2.14.1 no longer defines (`c10::cuda::SetDevice(signed"
      " char)`, `torch::Library::_def(...)`, ...; read with `nm -D` from both). vllm only"
-     " warns at import, and the first forward fails. Not shimmed yet: a stand-in for those"
-     " vllm ops with the fallback's norms, activations and RoPE would serve them."),
+     " warns at import, and the first forward fails. `vllm-custom-ops-standin` serves"
+     " those ops from the fallback's norms, activations and RoPE where they are missing; a"
+     " cell that still shows this was run on a commit before it (the commit is listed)."),
     (r"sglang\.srt\.layers\.quantization\.gptq`: ImportError: vllm is not installed",
      "Needs an optional dependency",
      "sglang 0.4.4.post2 made vllm optional (0.4.4.post1 required it) and registers its"

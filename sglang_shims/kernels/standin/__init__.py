@@ -10,7 +10,9 @@ This is the API the fallback patches import (no patch imports a private module):
 * :mod:`.device` -- the device queries sgl-kernel exports next to its ops
   (``sgl_kernel.utils.is_arch_support_pdl``);
 * :mod:`.sglang_jit` -- stand-ins for sglang's JIT-compiled RoPE and activation kernels,
-  and the body the ``sglang-*-fallback`` patches share.
+  and the body the ``sglang-*-fallback`` patches share;
+* :mod:`.vllm_ops` -- stand-ins for the compiled vllm ops (norms, gated activations,
+  RoPE) that sglang up to 0.4.2.post3 calls through ``vllm._custom_ops`` on CUDA.
 
 Which surface to serve is a fact of the wheels: :mod:`sglang_shims.kernels.surface.exports`.
 Nothing is imported here.
