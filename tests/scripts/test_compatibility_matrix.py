@@ -574,3 +574,33 @@ def test_a_locked_install_resolves_no_build_requirement(
     assert (folder / "site" / "sourceonly.py").read_text() == "BUILT = True\n"
     assert not (folder / "builder").exists()
     assert (folder / "installed.txt").read_text() == "sourceonly==1.0\n"
+
+
+def test_probe_leaves_out_a_module_its_package_imports_only_with_an_extra(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graph module that fails is left out only where its package imported without it
+    (0.4.4.post2's ``quantization.gptq`` without vllm); wherever the package imports it, or
+    the package itself fails, or the module is not one of ``OPTIONAL``, it stays a failure."""
+    import importlib
+    import sys
+
+    for name, init in (("optpkg_lazy", ""), ("optpkg_eager", "from . import child\n"),
+                       ("optpkg_broken", "raise ImportError('package broken')\n")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(init)
+        (tmp_path / name / "child.py").write_text(
+            "raise ImportError('dep is not installed')\n" if name != "optpkg_eager" else "")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    gap = _probe_function("_optional_gap")
+    gap.__globals__.update(importlib=importlib, sys=sys, OPTIONAL={
+        "optpkg_lazy.child": "optpkg_lazy", "optpkg_eager.child": "optpkg_eager",
+        "optpkg_broken.child": "optpkg_broken"})
+    with pytest.raises(ImportError):
+        importlib.import_module("optpkg_lazy.child")
+    assert gap("optpkg_lazy.child") == ("optpkg_lazy imports here without it (it needs an"
+                                        " optional dependency)")
+    assert gap("optpkg_eager.child") is None  # its package imports it: a real failure
+    assert gap("optpkg_broken.child") is None
+    assert gap("optpkg_lazy.other") is None  # not one of OPTIONAL
+    for name in [m for m in sys.modules if m.startswith("optpkg_")]:
+        monkeypatch.delitem(sys.modules, name)

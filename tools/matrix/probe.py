@@ -75,17 +75,44 @@ def _origin(exc, depth=1):
     return " < ".join(reversed(out))
 
 
+OPTIONAL = {"sglang.srt.layers.quantization.gptq": "sglang.srt.layers.quantization"}
+"""Graph modules a release may import only with an optional dependency installed, each with
+the package that decides: 0.4.4.post2 made vllm optional and its quantization package imports
+``gptq`` only inside ``try: import vllm``, while ``gptq.py`` raises "vllm is not installed" when
+imported directly.  Such a module that fails to import is no failure of the graph when its
+package imported without it (a server there never imports it either); it is recorded apart."""
+
+
+def _optional_gap(name):
+    """Why a failed import of ``name`` is left out of the graph verdict, or None: its package
+    (:data:`OPTIONAL`) imports here without importing it."""
+    package = OPTIONAL.get(name)
+    if package is None:
+        return None
+    try:
+        importlib.import_module(package)
+    except BaseException:
+        return None
+    if name in sys.modules:
+        return None
+    return f"{package} imports here without it (it needs an optional dependency)"
+
+
 def import_graph():
-    results, first = {}, None
+    results, first, optional = {}, None, {}
     for name in filter(in_release, GRAPH):
         try:
             importlib.import_module(name)
             results[name] = "ok"
         except BaseException as exc:  # a cell records every failure
+            why = _optional_gap(name)
+            if why is not None:
+                optional[name] = f"{_first_line(exc)} ({why})"
+                continue
             results[name] = _first_line(exc)
             if first is None:
                 first = {"module": name, "error": _first_line(exc), "at": _origin(exc)}
-    return results, first
+    return results, first, optional
 
 
 # -- (ii) the model check -------------------------------------------------------------------
@@ -275,9 +302,11 @@ def model_check():
 
 start = time.monotonic()
 out = {}
-results, first = import_graph()
+results, first, optional = import_graph()
 out["graph"] = {"ok": first is None, "failed": sum(v != "ok" for v in results.values()),
                 "of": len(results), "first": first, "results": results}
+if optional:
+    out["graph"]["optional"] = optional
 if os.environ.get("MATRIX_MODEL") == "1":
     try:
         out["model"] = model_check()

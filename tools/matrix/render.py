@@ -186,6 +186,13 @@ def markdown(data: dict[str, Any]) -> str:
                   + ",...` (no `--releases`: all of them)."]
     lines += ["", "## Where the shims do not pass yet", ""]
     lines += _gaps(releases)
+    optional = _optional(releases)
+    if optional:
+        lines += ["", "## Modules left out as optional", "",
+                  "A graph module that fails to import counts for nothing when the package that"
+                  " imports it imported without it in that cell: the release imports it only"
+                  " with an optional dependency installed (the probe's `OPTIONAL`), so a server"
+                  " there does not import it either.", "", *optional]
     lines += ["", "## First errors", ""]
     for release, entry in releases.items():
         shown = [(c, why(c)) for c in entry["cells"] if verdict(c) in (FAIL, NOT_RUN,
@@ -234,7 +241,9 @@ CAUSES = [
      " GPTQ and GPTQ-Marlin methods only when vllm imports (`quantization/__init__.py`"
      " imports `quantization.gptq` inside its `try: from vllm...`); `quantization/gptq.py`"
      " itself raises `ImportError(\"vllm is not installed\")` in a class body without it, and"
-     " the probe imports that module directly. Nothing else of the release imports it, so"
+     " the probe imported that module directly until it left such modules out (*Modules left"
+     " out as optional*; a cell that still shows this ran before that: the commit is"
+     " listed). Nothing else of the release imports it, so"
      " the rest of the graph and the model check run; a GPTQ checkpoint needs vllm"
      " installed, as 0.4.4.post3 still does at use (it only stubs the import). Not a shim"
      " gap: GPTQ's linear methods there are vllm's own, nothing to stand in for."),
@@ -338,6 +347,17 @@ def _gaps(releases: dict[str, Any]) -> list[str]:
         out.append(f"  - in: {', '.join(where)}")
         out.append(f"  - sglang-shims commit of those runs: {', '.join(sorted(commits))}")
     return out or ["Every shims cell that ran passes."]
+
+
+def _optional(releases: dict[str, Any]) -> list[str]:
+    """One line per module and error left out of a graph verdict, with the cells."""
+    seen: dict[str, list[str]] = {}
+    for release, entry in releases.items():
+        for cell in entry["cells"]:
+            for module, error in (cell.get("graph") or {}).get("optional", {}).items():
+                seen.setdefault(f"`{module}`: {_md_escape(error)}", []).append(
+                    f"{release} ({cell['transformers']}, {cell['kernel']}, {cell['mode']})")
+    return [f"- {what}\n  - in: {', '.join(where)}" for what, where in sorted(seen.items())]
 
 
 def _totals(releases: dict[str, Any]) -> list[str]:
