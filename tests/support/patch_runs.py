@@ -27,7 +27,7 @@ def run_json(code: str, paths: tuple[Path, ...], env: dict[str, str] | None = No
     given (the program's ``transformers`` key), and to hold ``expect``'s values (facts of
     the program's stack, true stock and patched)."""
     result = run_python(code, paths=paths, env=env or {}, timeout=timeout, args=args,
-                        activate=activate)
+                        activate=activate, fork=True)
     assert result.returncode == 0, result.stderr[-3000:]
     data = result.json()
     assert isinstance(data, dict)
@@ -68,7 +68,7 @@ def reference_json(code: str, paths: tuple[Path, ...] = (), args: tuple[str, ...
                    ) -> object:
     """The JSON that ``code`` prints without the shims on ``paths``: the values a patched
     run must reproduce, computed by the release that still had the behaviour."""
-    result = run_python(code, paths=paths, args=args, activate=False)
+    result = run_python(code, paths=paths, args=args, activate=False, fork=True)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.json()
 

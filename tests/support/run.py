@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from . import zygote
+
 REPO = Path(__file__).resolve().parents[2]
 SITE_PACKAGES = [p for p in site.getsitepackages() if Path(p).is_dir()]
 ACTIVATE = "import sglang_shims._bootstrap as _b; _b.activate('test')\n"
@@ -50,17 +52,22 @@ class Result:
 
 def run_python(code: str, *, paths: tuple[Path | str, ...] = (), env: dict[str, str] | None = None,
                activate: bool = True, python: str = sys.executable, timeout: float = 120,
-               cwd: Path | None = None, args: tuple[str, ...] = ()) -> Result:
+               cwd: Path | None = None, args: tuple[str, ...] = (), fork: bool = False
+               ) -> Result:
     """Run ``code`` in a fresh interpreter with the repo and ``paths`` importable.
 
     The interpreter runs with ``-S`` and this environment's site-packages appended to
     ``PYTHONPATH``: its dependencies import, but no ``.pth`` file runs, so the result is
     the same whether or not sglang-shims is installed here.  ``activate`` prepends what
-    the ``.pth`` line does.
+    the ``.pth`` line does.  ``fork``: a program that imports torch anyway may run as a
+    fork of a process that has (:mod:`.zygote`), where ``paths`` allow it.
     """
     full_env = clean_env(**(env or {}))
     full_env["PYTHONPATH"] = os.pathsep.join([str(REPO), *map(str, paths), *SITE_PACKAGES])
     source = (ACTIVATE if activate else "") + textwrap.dedent(code)
+    if fork and python == sys.executable and zygote.usable(paths, SITE_PACKAGES):
+        return Result(*zygote.run(source, full_env, SITE_PACKAGES, args, cwd or REPO,
+                                  timeout))
     proc = subprocess.run([python, "-S", "-c", source, *args], env=full_env, capture_output=True,
                           text=True, timeout=timeout, cwd=cwd or REPO, check=False)
     return Result(proc.returncode, proc.stdout, proc.stderr)
