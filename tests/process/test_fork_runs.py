@@ -58,6 +58,9 @@ def test_a_stack_with_its_own_copy_of_a_preloaded_module_runs_fresh(tmp_path: Pa
     (tmp_path / "numpy" / "__init__.py").write_text("MINE = True\n")
     assert not zygote.usable((tmp_path,), SITE_PACKAGES)
     assert zygote.usable((tmp_path / "elsewhere",), SITE_PACKAGES)
+    # read at interpreter start: a fork would keep the server's
+    assert not zygote.usable((), SITE_PACKAGES, {"PYTHONHASHSEED": "0"})
+    assert zygote.usable((), SITE_PACKAGES, {"PYTHONDONTWRITEBYTECODE": "1", "X": "1"})
     got = run_python("import numpy\nprint(getattr(numpy, 'MINE', False))", paths=(tmp_path,),
                      activate=False, fork=True)
     assert got.stdout == "True\n"

@@ -65,7 +65,7 @@ def run_python(code: str, *, paths: tuple[Path | str, ...] = (), env: dict[str, 
     full_env = clean_env(**(env or {}))
     full_env["PYTHONPATH"] = os.pathsep.join([str(REPO), *map(str, paths), *SITE_PACKAGES])
     source = (ACTIVATE if activate else "") + textwrap.dedent(code)
-    if fork and python == sys.executable and zygote.usable(paths, SITE_PACKAGES):
+    if fork and python == sys.executable and zygote.usable(paths, SITE_PACKAGES, env):
         return Result(*zygote.run(source, full_env, SITE_PACKAGES, args, cwd or REPO,
                                   timeout))
     proc = subprocess.run([python, "-S", "-c", source, *args], env=full_env, capture_output=True,

@@ -82,11 +82,18 @@ def enabled() -> bool:
     return os.environ.get("SGLANG_SHIMS_TEST_FORK", "1") != "0" and hasattr(os, "fork")
 
 
-def usable(paths: tuple[Path | str, ...], base: list[str]) -> bool:
-    """Whether a program on ``paths`` may run as a fork: forking is on and none of
-    ``paths`` holds a top-level module the server loaded from ``base`` (its own
-    ``PYTHONPATH``)."""
-    if not enabled():
+START_VARIABLES = frozenset({"PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED"})
+"""``PYTHON*`` variables a fork honours as a fresh interpreter would; any other (warnings,
+hash seed, I/O encoding, ...) is read once at start, so the server's would hold."""
+
+
+def usable(paths: tuple[Path | str, ...], base: list[str],
+           extra_env: dict[str, str] | None = None) -> bool:
+    """Whether a program on ``paths`` may run as a fork: forking is on, ``extra_env`` sets
+    no start-up variable but :data:`START_VARIABLES`, and none of ``paths`` holds a
+    top-level module the server loaded from ``base`` (its own ``PYTHONPATH``)."""
+    if not enabled() or any(k.startswith("PYTHON") and k not in START_VARIABLES
+                            for k in extra_env or {}):
         return False
     server = _server(base)
     for entry in map(Path, paths):
