@@ -19,7 +19,8 @@ def run_harness(paths: tuple[Path, ...], tier: str, attention: str, **env: str) 
     env = {"H2_BACKEND": attention, **env}
     env.update({"TRITON_INTERPRET": "1"} if tier != "torch"
                else {"SGLANG_SHIMS_KERNEL_BACKEND": "torch"})
-    return run_python(program("model_forward"), paths=paths, env=env, timeout=900)
+    return run_python(program("model_forward"), paths=paths, env=env, timeout=900,
+                      fork=True)
 
 
 def check_stops_at(paths: tuple[Path, ...], patch: str, op: str, *, past: str = "") -> None:

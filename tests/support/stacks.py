@@ -119,7 +119,8 @@ def model_check(paths: tuple[Path, ...], **env: str) -> dict[str, object]:
 
     result = run_python(program("fake_cuda") + assemble(run.PROBE),
                         paths=paths, timeout=900,
-                        env={"MATRIX_MODEL": "1", "SGLANG_SHIMS_KERNEL_BACKEND": "torch", **env})
+                        env={"MATRIX_MODEL": "1", "SGLANG_SHIMS_KERNEL_BACKEND": "torch", **env},
+                        fork=True)
     assert result.returncode == 0, result.stderr[-3000:]
     data = result.json()
     assert isinstance(data, dict)
@@ -129,7 +130,7 @@ def model_check(paths: tuple[Path, ...], **env: str) -> dict[str, object]:
 def import_graph(name: str, paths: tuple[Path, ...], *, timeout: float, **env: str) -> Result:
     """Run the serving-graph program ``tests/programs/<name>.py`` over SERVING_GRAPH."""
     return run_python(program(name), paths=paths, env=env, timeout=timeout,
-                      args=tuple(SERVING_GRAPH))
+                      args=tuple(SERVING_GRAPH), fork=True)
 
 
 def failed_imports(data: object) -> dict[str, str]:

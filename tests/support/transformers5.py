@@ -92,7 +92,7 @@ def reference_file(tmp_path_factory: pytest.TempPathFactory,
     need("torch")
     out = tmp_path_factory.mktemp(name) / "reference.pt"
     result = run_python(code, paths=(pypi_release("transformers", REFERENCE_TRANSFORMERS),),
-                        activate=False, args=(str(out),))
+                        activate=False, args=(str(out),), fork=True)
     assert result.returncode == 0, result.stderr[-3000:]
     return out
 
