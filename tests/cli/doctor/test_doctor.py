@@ -882,6 +882,10 @@ def test_torch_lacks_arch() -> None:
     assert verdict("torch-wheel-lacks-sm120", listed) is None
     listed.torch_arch_list = ["sm_50", "sm_80", "sm_90"]
     assert verdict("torch-wheel-lacks-sm120", listed) is not None
+    # a CUDA 12.4 build has code for Hopper: only sm_100 and newer need CUDA >= 12.8
+    hopper = facts({"torch": "2.6.0+cu124"}, caps=[(9, 0)], torch_cuda="12.4",
+                   torch_build="cuda")
+    assert verdict("torch-wheel-lacks-sm120", hopper) is None
 
 
 def test_config_register_collision() -> None:
@@ -1017,6 +1021,9 @@ def test_flashinfer_nvcc() -> None:
     assert verdict("flashinfer-sm120-nvcc128", facts(base, caps=[(12, 0)],
                                                      nvcc_version="12.9")) is None
     assert verdict("flashinfer-sm120-nvcc128", facts(base, caps=[(9, 0)],
+                                                     nvcc_version="12.8")) is None
+    # no flashinfer installed: nothing of it will compile, whatever the toolkit
+    assert verdict("flashinfer-sm120-nvcc128", facts({}, caps=[(12, 0)], nvcc="/x/nvcc",
                                                      nvcc_version="12.8")) is None
 
 

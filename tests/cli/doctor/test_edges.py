@@ -157,6 +157,36 @@ def test_a_patch_folder_that_does_not_load_fails_doctor(
     assert not [f for f in data["findings"] if f["check"] == "toggles" and "broken" in f["detail"]]
 
 
+def test_doctor_adds_one_finding_per_acting_or_drifted_patch_and_the_serving_tier(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A patch that would apply gets an INFO line, a drifted one a WARN with the remedy,
+    the others none; the serving tier is always said, once."""
+    def view(patch: str, state: str) -> SimpleNamespace:
+        return SimpleNamespace(
+            manifest=SimpleNamespace(id=patch, summary=f"{patch} summary", target="a.b"),
+            judged=SimpleNamespace(state=state, reason=f"{patch} reason"),
+            as_dict=lambda: {"id": patch})
+
+    views = [view("acts", "would-apply"), view("moved", "drifted"),
+             view("idle", "not-applicable")]
+    fake = SimpleNamespace(views=views, catalog=SimpleNamespace(errors={}),
+                           setting_warnings=lambda: [])
+    tier = Finding("serving tier", Level.INFO, "tier said")
+    asked: list[dict[str, Any]] = []
+    monkeypatch.setattr(report, "diagnose",  # the machine aside
+                        lambda *a, **k: asked.append(k) or [])
+    monkeypatch.setattr(report, "survey", lambda env: fake)
+    monkeypatch.setattr(report, "serving_tier", lambda findings, env, result: tier)
+    findings, _ = report.doctor()
+    assert asked[0]["probe_import"] is True  # by default the import is tried in a child
+    by_patch = {f.check: f for f in findings if f.check.startswith("patch ")}
+    assert set(by_patch) == {"patch acts", "patch moved"}
+    assert by_patch["patch acts"].level == Level.INFO
+    assert by_patch["patch moved"].level == Level.WARN
+    assert "sglang-shims explain moved" in by_patch["patch moved"].remedy
+    assert [f for f in findings if f is tier] == [tier]
+
+
 # ------------------------------------------------------------------ the matrix
 
 

@@ -8,9 +8,14 @@ import dataclasses
 
 import pytest
 
+from sglang_shims.cli.doctor import facts as facts_module
+from sglang_shims.cli.doctor import kernel_facts
 from sglang_shims.cli.doctor.deep_gemm_facts import DeepGemm, expected_build
+from sglang_shims.cli.doctor.neighbours import Neighbour
 from sglang_shims.cli.doctor.requires import Pin, sglang_pins
 from sglang_shims.cli.doctor.version_text import minor_of, version_between
+
+from ...support.doctor import facts
 
 
 def test_extras_that_pull_each_other_in_are_followed_in_any_order() -> None:
@@ -38,9 +43,47 @@ def test_version_readers_at_their_edges() -> None:
     assert version_between("0.5", "0.1", "9") is True
 
 
-@pytest.mark.parametrize("value", [Pin("foo", "==1", "", True), DeepGemm("/x")])
+@pytest.mark.parametrize("value", [Pin("foo", "==1", "", True), DeepGemm("/x"),
+                                   kernel_facts.KernelBuild("0.1", "0.2", "2.5"),
+                                   Neighbour("a role")])
 def test_fact_values_are_frozen(value: object) -> None:
     field = dataclasses.fields(value)[0].name  # type: ignore[arg-type]
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(value, field, "changed")
     assert hash(value) == hash(value)
+
+
+@pytest.mark.parametrize(("header", "read"), [(">=3.10", ">=3.10"), (None, "")])
+def test_sglang_python_requirement_is_read_from_its_metadata(
+        header: str | None, read: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``Requires-Python`` says, or nothing where the metadata has no such line."""
+    from email.message import Message
+    from importlib import metadata
+
+    message = Message()
+    if header is not None:
+        message["Requires-Python"] = header
+    monkeypatch.setattr(metadata, "metadata", lambda dist: message)
+    monkeypatch.setattr(metadata, "requires", lambda dist: ["torch==2.8.0"])
+    found = facts({"sglang": "0.5.23"})
+    facts_module._gather_metadata(found)
+    assert found.requires_python == {"sglang": read}
+    assert found.requires["sglang"] == ["torch==2.8.0"]
+
+
+@pytest.mark.parametrize(("kernel", "major"), [
+    ("sgl-kernel 0.3.8", 12), ("sgl-kernel 0.4.1.post1", 12), ("sglang-kernel 0.4.2", 13),
+    ("sglang-kernel 0.4.5", 13)])
+def test_a_pypi_kernel_build_names_its_cuda_major(kernel: str, major: int) -> None:
+    """The PyPI default file's CUDA, read from the kernel's build files at each bump: 12 up to
+    0.4.1.post1, 13 from 0.4.2 (a wheel on disk, whose common_ops names its libcudart, is
+    read instead)."""
+    dist, version = kernel.split()
+    found = facts({dist: version}).kernel_cuda_major()
+    assert found is not None and found[0] == major, found
+
+
+def test_every_arch_hint_speaks_of_its_own_architecture() -> None:
+    """A remedy for "no kernel image" on sm_XY must be about sm_XY (or the sm_8x family)."""
+    for (major, minor), text in kernel_facts.ARCH_HINTS.items():
+        assert f"sm_{major}{minor}" in text or (major == 8 and "sm_8x" in text), (major, minor)
