@@ -87,3 +87,30 @@ def test_every_arch_hint_speaks_of_its_own_architecture() -> None:
     """A remedy for "no kernel image" on sm_XY must be about sm_XY (or the sm_8x family)."""
     for (major, minor), text in kernel_facts.ARCH_HINTS.items():
         assert f"sm_{major}{minor}" in text or (major == 8 and "sm_8x" in text), (major, minor)
+
+
+def test_the_gpus_torch_sees_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Capabilities, names and torch's arch list, as torch answers for each visible GPU."""
+    import torch
+
+    cuda = torch.cuda
+    monkeypatch.setattr(cuda, "is_available", lambda: True)
+    monkeypatch.setattr(cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(cuda, "get_device_capability", lambda i: (9, 0) if i == 0 else (12, 0))
+    monkeypatch.setattr(cuda, "get_device_name", lambda i: f"GPU {i}")
+    monkeypatch.setattr(cuda, "get_arch_list", lambda: ["sm_90", "sm_120"])
+    found = facts({"torch": "2.11.0"})
+    assert facts_module._gpus_from_torch(found) is True
+    assert found.env.capabilities == [(9, 0), (12, 0)]
+    assert found.gpu_names == ["GPU 0", "GPU 1"]
+    assert found.torch_arch_list == ["sm_90", "sm_120"]
+
+
+def test_ldconfig_is_the_one_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ldconfig`` from ``PATH`` first; ``/sbin/ldconfig`` only where ``PATH`` has none."""
+    asked: list[list[str]] = []
+    monkeypatch.setattr(facts_module.shutil, "which", lambda name: "/opt/tools/ldconfig")
+    monkeypatch.setattr(facts_module, "run_tool",
+                        lambda argv, timeout: asked.append(argv) or "")
+    facts_module._gather_lib_dirs(facts({}))
+    assert asked == [["/opt/tools/ldconfig", "-p"]]
