@@ -87,6 +87,8 @@ def test_every_arch_hint_speaks_of_its_own_architecture() -> None:
     """A remedy for "no kernel image" on sm_XY must be about sm_XY (or the sm_8x family)."""
     for (major, minor), text in kernel_facts.ARCH_HINTS.items():
         assert f"sm_{major}{minor}" in text or (major == 8 and "sm_8x" in text), (major, minor)
+    # the GPUs a kernel release may lack code for each have theirs (sm_90 it always has)
+    assert {(7, 5), (8, 0), (10, 0), (10, 3), (12, 0)} <= set(kernel_facts.ARCH_HINTS)
 
 
 def test_the_gpus_torch_sees_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
