@@ -83,6 +83,14 @@ def run(tmp_path: Path, release: Path, triton_version: str = "3.4.0", knobs: boo
     return data
 
 
+@pytest.fixture(autouse=True)
+def _no_triton_settings_of_ours(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The programs inherit this environment: a TRITON_CACHE_DIR (or dump, override, home)
+    set where the suite runs would decide what the helpers answer, not the test's own."""
+    for name in ("TRITON_CACHE_DIR", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR", "TRITON_HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def test_release_import_fails_stock(tmp_path: Path, release049: Path) -> None:
     data = run(tmp_path, release049, SGLANG_SHIMS="0")
     assert data["error"] == "cannot import name 'default_cache_dir' from 'triton.runtime.cache'" \
