@@ -565,13 +565,9 @@ def steady_step(steps: list[float], per_rep: int, window: int = STEADY_WINDOW) -
     repetition has ``window`` steps."""
     if per_rep <= 0:
         return None
-    best = None
-    for start in range(0, len(steps) - per_rep + 1, per_rep):
-        rep = steps[start:start + per_rep]
-        for i in range(len(rep) - window + 1):
-            middle = statistics.median(rep[i:i + window])
-            best = middle if best is None else min(best, middle)
-    return best
+    return min((statistics.median(steps[start + i:start + i + window])
+                for start in range(0, len(steps) - per_rep + 1, per_rep)
+                for i in range(per_rep - window + 1)), default=None)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -855,8 +851,9 @@ def render(saved: Path) -> str:
     results = json.loads(saved.read_text())
     for key in [k for k in results if re.fullmatch(r"speed-.+#1", k)]:
         base = key[:-2]
-        servers = [results[f"{base}#{n}"] for n in range(1, len(results) + 1)
-                   if f"{base}#{n}" in results]
+        servers: list[dict[str, Any]] = []
+        while f"{base}#{len(servers) + 1}" in results:  # numbered 1..N, as main() saves them
+            servers.append(results[f"{base}#{len(servers) + 1}"])
         results[base] = combine(servers)
     return save(saved.parent, results)
 
