@@ -23,6 +23,9 @@ CASES = {
     "exit message": "raise SystemExit('stopped here')",
     "uncaught": "def f():\n    raise ValueError('boom')\nf()",
     "atexit": "import atexit\natexit.register(lambda: print('at exit'))\nprint('body')",
+    "a child reads stdin": ("import subprocess, sys\nprint(subprocess.run([sys.executable, '-c',"
+                            " 'import sys; print(repr(sys.stdin.read()))'], capture_output=False"
+                            ").returncode)"),
 }
 
 

@@ -30,7 +30,11 @@ def _child(request):
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(target, fd)
         os.close(target)
-    sys.stdin = open(os.devnull)  # noqa: SIM115 - the child's stdin for its whole life
+    # fd 0 is the server's request pipe: a process the program starts must not inherit it
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the child's stdin for its whole life
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
