@@ -106,9 +106,9 @@ def usable(paths: tuple[Path | str, ...], base: list[str],
 def _server(base: list[str]) -> _Server:
     key = os.pathsep.join(base)
     if key not in _servers:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONSTARTUP"}
-        env["PYTHONPATH"] = key
-        _servers[key] = _Server(env)
+        from .run import clean_env  # that module imports this one
+
+        _servers[key] = _Server(clean_env(PYTHONPATH=key))
     return _servers[key]
 
 
