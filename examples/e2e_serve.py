@@ -75,6 +75,10 @@ from pathlib import Path
 from typing import Any
 
 import _e2e_models as e2e_models  # examples/, next to this script
+import _e2e_trace as e2e_trace
+
+STEP_TRACE = Path(__file__).resolve().parent / "step_trace"
+"""Put first on a server's ``PYTHONPATH`` by ``--step-trace`` (see its ``sitecustomize``)."""
 
 FLAGS = ["--attention-backend", "triton", "--sampling-backend", "pytorch",
          "--disable-custom-all-reduce", "--mm-attention-backend", "sdpa",
@@ -649,17 +653,31 @@ def correctness(jobs: list[dict[str, Any]], out: Path, eos: str) -> dict[str, di
     return results
 
 
+def trace_env(env: dict[str, str], folder: Path) -> dict[str, str]:
+    """``env`` with the step trace on, written into ``folder``."""
+    path = env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    return {**env, "SGLANG_STEP_TRACE": str(folder),
+            "PYTHONPATH": ":".join(p for p in (str(STEP_TRACE), path) if p)}
+
+
 def speed(key: str, cmd: list[str], model: Path, out: Path, env: dict[str, str],
           flags: list[str], prompts: list[list[int]], batches: list[int], decode: int,
-          reps: int, long_prompt: int, vocab: int) -> dict[str, Any]:
+          reps: int, long_prompt: int, vocab: int, trace: bool = False) -> dict[str, Any]:
     """Decode tok/s per batch size, per-step latency, TTFT of a long prompt, and how many
-    Triton kernels were compiled during the timed part (fresh TRITON_CACHE_DIR)."""
+    Triton kernels were compiled during the timed part (fresh TRITON_CACHE_DIR).  With
+    ``trace``, each timed step taken apart on the GPU and host side (``_e2e_trace.py``)."""
     import random
 
     cache = out / f"triton-cache-{key}"
+    folder = out / f"trace-{key}"
+    if trace:
+        folder.mkdir(parents=True, exist_ok=True)
+        env = trace_env(env, folder)
     server, reports = start(key, cmd, model, "bfloat16", out,
                             {**env, "TRITON_CACHE_DIR": str(cache)}, flags)
     result: dict[str, Any] = {"command": " ".join(cmd[1:])}
+    windows: list[tuple[int, float, float]] = []
+    smi = None
     rng = random.Random(7)
 
     def long_prompts(n: int) -> list[list[int]]:
@@ -677,13 +695,16 @@ def speed(key: str, cmd: list[str], model: Path, out: Path, env: dict[str, str],
             server.generate([p], 1)
         compiled_before = count_compiled(cache)
         result["compiled_before_timing"] = compiled_before
+        smi = e2e_trace.start_smi(folder / "smi.csv") if trace else None
         result["batches"] = {}
         for batch in batches:
             work = (prompts * (batch // len(prompts) + 1))[:batch]
             rates, steps, no_graph = [], [], 0
             for _ in range(reps):
                 mark = server.log_size()
+                begin = time.time()
                 _, seconds = server.generate(work, decode)
+                windows.append((batch, begin, time.time()))
                 rates.append(batch * decode / seconds)
                 got, ng = step_times(server.log_text(mark, server.log_size()), batch)
                 steps += got
@@ -702,6 +723,12 @@ def speed(key: str, cmd: list[str], model: Path, out: Path, env: dict[str, str],
         result["compiled_during_timing"] = count_compiled(cache) - compiled_before
     except Exception as exc:
         result["error"] = f"{type(exc).__name__}: {exc}"
+    if smi is not None:
+        smi.terminate()
+        smi.wait(10)
+    if trace:
+        result["trace"] = e2e_trace.summarize(e2e_trace.read_steps(folder), windows,
+                                              e2e_trace.read_smi(folder / "smi.csv"))
     return finish(server, reports, result)
 
 
@@ -764,6 +791,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cuda-graphs", action="store_true",
                         help="speed runs with sglang's decode CUDA graphs (up to the largest"
                              " batch)")
+    parser.add_argument("--step-trace", action="store_true",
+                        help="speed runs: per-step GPU time, GPU idle gap, scheduler CPU and"
+                             " GC time and SM clock, slow steps against the others"
+                             " (examples/step_trace, examples/_e2e_trace.py)")
     parser.add_argument("--render", type=Path, metavar="E2E_JSON",
                         help="re-render a saved run's e2e.md (beside it) from its e2e.json")
     parser.add_argument("--plan", action="store_true",
@@ -967,7 +998,7 @@ def main(argv: list[str] | None = None) -> int:
                     server_flags(args.attention_backend, args.cuda_graphs, sglang,
                                  max_bs=max(batches), speed_log=True) + tp_flags(args.tp),
                     prompts, batches, args.decode, args.reps, args.long_prompt,
-                    assets["vocab"])
+                    assets["vocab"], args.step_trace)
         run["cuda_graphs"] = args.cuda_graphs
         run["model"] = name
         run["mode"] = mode
@@ -1107,6 +1138,14 @@ def markdown(results: dict[str, Any]) -> str:
                          f" | {run.get('ttft_median_s', '-')} |"
                          f" {run.get('compiled_during_timing', '-')} | {graphless} |")
         lines += ratios(results, batches)
+    traced = {k: r["trace"] for k, r in results.items()
+              if isinstance(r, dict) and isinstance(r.get("trace"), dict)}
+    if traced:
+        lines += ["", "step trace (--step-trace): slow steps (> 1.5x the median) against the"
+                  " others, medians; gpu_ms = the forward's GPU time, gap_ms = the GPU idle"
+                  " before the next step, cpu_ms / gc_ms = the scheduler thread's CPU and GC"
+                  " time in the step; verdict: which side carries the extra time", "",
+                  *e2e_trace.table(traced)]
     wrong = [f"- {key}: {problem}" for key, problem in wrong_modes(results)]
     lines += ["", "RUNS NOT IN THEIR KERNEL MODE (their numbers measure something else):",
               *wrong] if wrong else ["", "kernel mode: every run's reports match its mode"]

@@ -34,6 +34,7 @@ def models() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def e2e(models: ModuleType) -> ModuleType:
+    _load("_e2e_trace")  # its other sibling
     return _load("e2e_serve")
 
 
