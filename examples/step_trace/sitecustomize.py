@@ -58,7 +58,9 @@ def _on_gc(phase: str, _info: dict[str, Any]) -> None:
 def _wrap(module: Any, folder: str) -> None:
     cls = getattr(module, "ModelRunner", None)
     inner = getattr(cls, "forward", None)
-    if cls is None or inner is None:
+    # the loader may be shared with other modules (whoever else wraps imports): only the
+    # target's own class, and only once
+    if module.__name__ != TARGET or cls is None or inner is None or hasattr(inner, "__wrapped__"):
         return
     import torch
 
