@@ -16,13 +16,18 @@ from collections.abc import Iterable
 
 import pytest
 
+from sglang_shims.kernels.device import MEASURED, Device
 from sglang_shims.kernels.ops import space
 from sglang_shims.kernels.ops.activation import launch as act_launch
+from sglang_shims.kernels.ops.fp8_gemm import launch as mm_launch
+from sglang_shims.kernels.ops.fp8_quant import launch as quant_launch
+from sglang_shims.kernels.ops.moe_align import launch as align_launch
 from sglang_shims.kernels.ops.moe_gate import launch as gate_launch
 from sglang_shims.kernels.ops.moe_topk import launch as topk_launch
+from sglang_shims.kernels.ops.norm import launch as norm_launch
 from sglang_shims.kernels.ops.rope import launch as rope_launch
 from sglang_shims.kernels.ops.space import Config
-from sglang_shims.kernels.runtime import cdiv, next_pow2
+from sglang_shims.kernels.runtime import DECODE_ROWS, cdiv, next_pow2
 
 SIZES = (1, 2, 3, 7, 8, 31, 32, 33, 64, 96, 100, 128, 255, 256, 1000, 4096, 5000, 8192,
          16384)
@@ -195,3 +200,222 @@ def test_rope_rules_blocks_heads_and_a_warp_per_256_pairs() -> None:
                     (what, cfg)
                 _, blocks = rope_launch.grid(5, n_q, n_k, cfg)
                 assert cdiv(n_q, blocks) <= cfg["Q_HEADS"] and cdiv(n_k, blocks) <= cfg["K_HEADS"]
+
+
+# ------------------------------------------------------------------ norm
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["plain", "fused"])
+def test_norm_rules_rows_a_program_and_warps(fused: bool) -> None:
+    """A program takes whole rows, as many as make ~2048 values (never more than the call
+    has); decode rows of 4096 or more get a warp per 256 values, up to 32 (measured), the
+    rest a warp per 512, 1 to 8 (32 for the fused norm); every row gets a program."""
+    for rows in (1, 3, DECODE_ROWS, DECODE_ROWS + 1, 1000):
+        for hidden in (*SIZES, 32768, 32769, 65536):
+            cfg = norm_launch.config(rows, hidden, fused)
+            assert_launchable(cfg, (rows, hidden))
+            tile = cfg["BLOCK_M"] * cfg["BLOCK_N"]
+            if norm_launch.single_pass(hidden):
+                assert cfg["BLOCK_N"] == next_pow2(hidden)
+                assert cfg["BLOCK_M"] == max(1, min(2048 // cfg["BLOCK_N"], next_pow2(rows)))
+            else:
+                assert (cfg["BLOCK_M"], cfg["BLOCK_N"]) == (1, norm_launch.LOOP_BLOCK)
+            if rows <= DECODE_ROWS and cfg["BLOCK_N"] >= 4096:
+                assert cfg["num_warps"] == min(32, tile // 256), (rows, hidden, cfg)
+            else:
+                top = 32 if fused else 8
+                assert cfg["num_warps"] == max(1, min(top, tile // 512)), (rows, hidden, cfg)
+            assert_covers(rows, norm_launch.grid(rows, cfg)[0], cfg["BLOCK_M"], (rows, hidden))
+
+
+def test_norm_sweep_space_keeps_the_row_block_and_gives_each_thread_2_to_64_values() -> None:
+    current = norm_launch.config(1, 1024, False)
+    full = norm_launch.candidates(64, 1024, current, False)
+    assert {c["BLOCK_N"] for c in full} == {1024}
+    assert {c["BLOCK_M"] for c in full} == {1, 2, 4, 8}
+    assert {c["num_warps"] for c in full} == set(space.WARPS)
+    assert min(per_thread(full, "BLOCK_M BLOCK_N")) == 2
+    assert max(per_thread(full, "BLOCK_M BLOCK_N")) == 64
+    quick = norm_launch.candidates(64, 1024, current, True)
+    assert {c["BLOCK_M"] for c in quick} == {1, 2}
+    assert {c["num_warps"] for c in quick} == {4, 8, 16, 32}
+    assert {c["BLOCK_M"] for c in norm_launch.candidates(3, 1024, current, False)} == {1, 2, 4}
+
+
+# ------------------------------------------------------------------ fp8 quantisation
+
+
+def test_quant_rules_groups_rows_and_tensor_blocks() -> None:
+    """Per group: 4096 values a program (1024 at decode rows, measured), never more groups
+    than there are.  Per token: a decode row whole in one program, up to 8192 columns, a
+    warp per 512, 1 to 8 (measured); prefill steps of up to 1024 columns over rows making
+    4096 values, 4 warps.  Per tensor: blocks of up to 4096.  Grids cover."""
+    for rows in (1, DECODE_ROWS, DECODE_ROWS + 1, 4096):
+        for n_groups in (1, 3, 8, 31, 32, 33, 4096):
+            for size in (32, 64, 128, 8192):
+                cfg = quant_launch.group_config(rows, n_groups, size)
+                assert_launchable(cfg, (rows, n_groups, size))
+                tile = 1024 if rows <= DECODE_ROWS else 4096
+                assert cfg["BLOCK_K"] == size
+                assert cfg["BLOCK_G"] == max(1, min(next_pow2(n_groups), tile // size))
+                assert_covers(n_groups, quant_launch.group_grid(n_groups, cfg)[0],
+                              cfg["BLOCK_G"], n_groups)
+        for cols in SIZES:
+            cfg = quant_launch.token_config(rows, cols)
+            assert_launchable(cfg, (rows, cols))
+            if rows <= DECODE_ROWS:
+                block_n = min(next_pow2(cols), 8192)
+                assert cfg == {"BLOCK_M": 1, "BLOCK_N": block_n,
+                               "num_warps": max(1, min(8, block_n // 512))}, (rows, cols)
+            else:
+                block_n = min(next_pow2(cols), 1024)
+                assert cfg == {"BLOCK_M": max(1, min(next_pow2(rows), 4096 // block_n)),
+                               "BLOCK_N": block_n, "num_warps": 4}, (rows, cols)
+            assert_covers(rows, quant_launch.token_grid(rows, cfg)[0], cfg["BLOCK_M"], rows)
+    for n in SIZES:
+        block = quant_launch.tensor_block(n)
+        assert block == min(next_pow2(n), 4096)
+        assert_covers(n, quant_launch.tensor_grid(n, block)[0], block, n)
+
+
+def test_quant_sweep_spaces_keep_the_fixed_block_and_their_bounds() -> None:
+    group = quant_launch.group_config(1, 64, 128)
+    full = quant_launch.group_candidates(128, group, False)
+    assert {c["BLOCK_K"] for c in full} == {128}
+    assert {c["BLOCK_G"] for c in full} == set(space.pow2s(1, 64))
+    assert {c["num_warps"] for c in full} == {1, 2, 4, 8}
+    assert min(per_thread(full, "BLOCK_G BLOCK_K")) == 1
+    assert max(per_thread(full, "BLOCK_G BLOCK_K")) == 64
+    quick = quant_launch.group_candidates(128, group, True)
+    assert {c["BLOCK_G"] for c in quick} == set(space.pow2s(1, 8))
+    assert {c["num_warps"] for c in quick} == {1, 2, 4}
+    token = quant_launch.token_config(1, 8192)
+    full = quant_launch.token_candidates(64, 16384, token, False)
+    assert {c["BLOCK_M"] for c in full} == {1, 2, 4}
+    assert {c["BLOCK_N"] for c in full} == {1024, 2048, 4096, 8192}
+    assert {c["num_warps"] for c in full} == {2, 4, 8, 16, 32}
+    assert min(per_thread(full, "BLOCK_M BLOCK_N")) == 2
+    assert max(per_thread(full, "BLOCK_M BLOCK_N")) == 64
+    quick = quant_launch.token_candidates(64, 3000, token, True)
+    assert {c["BLOCK_M"] for c in quick} == {1, 2}
+    assert {c["BLOCK_N"] for c in quick} == {1024, 4096}
+    assert {c["num_warps"] for c in quick} == {4, 8, 16}
+    assert {c["BLOCK_N"] for c in quant_launch.token_candidates(1, 1000, token, False)} \
+        == {1024}
+
+
+# ------------------------------------------------------------------ moe_align / moe_sum
+
+
+def test_moe_align_one_launch_only_while_small() -> None:
+    most = align_launch.ONE_LAUNCH_MAX_ENTRIES
+    buckets, fill = align_launch.ONE_LAUNCH_MAX_BUCKETS, align_launch.ONE_LAUNCH_MAX_FILL
+    assert align_launch.one_launch(1, 8, 10, True) and align_launch.one_launch(most, buckets,
+                                                                               fill, True)
+    assert not align_launch.one_launch(0, 8, 10, True)
+    assert not align_launch.one_launch(most + 1, 8, 10, True)
+    assert not align_launch.one_launch(1, buckets + 1, 10, True)
+    assert not align_launch.one_launch(1, 8, fill + 1, True)
+    assert align_launch.one_launch(1, 8, fill + 1, False)
+
+
+def test_moe_align_rules_tiles_of_8192_one_hot_values() -> None:
+    """The one-hot tile (tokens x buckets) stays within ``TILE``: the single program takes
+    16 tokens a step or more, the chunked path 16 to 256; ``expert_ids`` are written
+    ``TILE / BLOCK_E`` a step."""
+    for buckets in (1, 2, 3, 64, 65, 257, 1024, 4096):
+        block_e = next_pow2(buckets)
+        steps = max(1, 8192 // block_e)
+        chunked = align_launch.chunked_config(buckets)
+        assert_launchable(chunked, buckets)
+        assert chunked == {"BLOCK_T": max(16, min(256, 8192 // block_e)), "BLOCK_E": block_e,
+                           "BLOCK_J": steps}
+        for numel in (1, 2, 17, 32, 1024):
+            one = align_launch.one_config(numel, buckets)
+            assert_launchable(one, (numel, buckets))
+            assert one == {"BLOCK_T": min(8192 // block_e, max(16, next_pow2(numel))),
+                           "BLOCK_E": block_e, "BLOCK_J": steps, "BLOCK_F": 2048,
+                           "num_warps": 8}
+
+
+def test_moe_sum_rules_and_sweep_space() -> None:
+    """Decode: 512 columns and 8 warps a program (measured); else up to 1024 columns and
+    4 warps.  The sweep: 128-4096 columns, a thread holding 1 to 32 values."""
+    for tokens in (1, DECODE_ROWS, DECODE_ROWS + 1, 4096):
+        for hidden in SIZES:
+            cfg = align_launch.sum_config(tokens, hidden)
+            assert_launchable(cfg, (tokens, hidden))
+            decode = tokens <= DECODE_ROWS
+            assert cfg["BLOCK_H"] == min(next_pow2(hidden), 512 if decode else 1024)
+            assert cfg["num_warps"] == (8 if decode and cfg["BLOCK_H"] == 512 else 4)
+            grid = align_launch.sum_grid(tokens, hidden, cfg)
+            assert grid[0] == tokens
+            assert_covers(hidden, grid[1], cfg["BLOCK_H"], (tokens, hidden))
+    current = align_launch.sum_config(1, 4096)
+    full = align_launch.sum_candidates(1, 8192, current, False)
+    assert {c["BLOCK_H"] for c in full} == set(space.pow2s(128, 4096))
+    assert {c["num_warps"] for c in full} == {1, 2, 4, 8, 16}
+    assert min(per_thread(full, "BLOCK_H")) == 1 and max(per_thread(full, "BLOCK_H")) == 32
+    quick = align_launch.sum_candidates(1, 300, current, True)
+    assert {c["BLOCK_H"] for c in quick} == {256, 512}
+    assert {c["num_warps"] for c in quick} == {1, 2, 4}
+
+
+# ------------------------------------------------------------------ fp8_gemm
+
+
+def test_fp8_gemm_rules_tiles_warps_and_stages() -> None:
+    """Prefill: row tiles of 16-128, 128-wide column tiles past 64 rows (64 below), K steps
+    of 128 in 3 stages, 8 warps for a 128 x 128 tile.  Decode (swept for
+    ``fp8_scaled_mm``): 16 rows, 32 columns up to 16 tokens, 64 beyond, K steps of 256 in 4
+    stages.  Stages drop, to no fewer than 2, where a GPU's shared memory holds fewer."""
+    for decode_tiles in (False, True):
+        for m in (1, 16, 17, DECODE_ROWS, DECODE_ROWS + 1, 64, 65, 4096):
+            for n in (1, 100, 4096):
+                cfg = mm_launch.config(m, n, decode_tiles=decode_tiles, dev=MEASURED)
+                assert_launchable(cfg, (m, n))
+                assert cfg["GROUP_M"] == 8
+                if decode_tiles and m <= DECODE_ROWS:
+                    want = (16, 32 if m <= 16 else 64, 256, 4)
+                else:
+                    want = (min(max(16, next_pow2(m)), 128), 128 if m > 64 else 64, 128, 3)
+                tiles = (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["num_stages"])
+                assert tiles == want, (m, n, cfg)
+                big = cfg["BLOCK_M"] * cfg["BLOCK_N"] >= 128 * 128
+                assert cfg["num_warps"] == (8 if big else 4)
+                (programs,) = mm_launch.grid(m, n, cfg)
+                assert programs == cdiv(m, cfg["BLOCK_M"]) * cdiv(n, cfg["BLOCK_N"])
+    per_stage = 128 * 128 * 2
+    assert mm_launch.stages_that_fit(MEASURED, 128, 128, 128, 3) == 3
+    room = Device((8, 9), 2 * per_stage + mm_launch.EPILOGUE, 1)
+    assert mm_launch.stages_that_fit(room, 128, 128, 128, 3) == 2
+    tight = Device((8, 9), 3 * per_stage + mm_launch.EPILOGUE, 1)
+    assert mm_launch.stages_that_fit(tight, 128, 128, 128, 4) == 3
+    assert mm_launch.stages_that_fit(Device((8, 0), 1024, 1), 128, 128, 128, 3) == 2
+
+
+def test_fp8_gemm_sweep_space_fits_its_shared_memory() -> None:
+    current = mm_launch.config(8, 4096, decode_tiles=True, dev=MEASURED)
+    for m, fast in ((8, False), (8, True), (4096, False), (4096, True)):
+        configs = mm_launch.candidates(m, 4096, current, fast)
+        assert configs
+        for cfg in configs:
+            assert_launchable(cfg, cfg)
+            assert cfg["GROUP_M"] == current["GROUP_M"]
+            assert cfg["num_stages"] * (cfg["BLOCK_M"] * cfg["BLOCK_K"]
+                                        + cfg["BLOCK_K"] * cfg["BLOCK_N"]) <= mm_launch.SMEM
+    decode = mm_launch.candidates(40, 4096, current, False)
+    assert {c["BLOCK_M"] for c in decode} == {16, 64}
+    assert {c["BLOCK_N"] for c in decode} == {16, 32, 64, 128}
+    assert {c["num_stages"] for c in decode} == {3, 4, 5}
+    assert {c["num_warps"] for c in decode} == {4, 8}
+    quick = mm_launch.candidates(8, 4096, current, True)
+    assert {c["BLOCK_N"] for c in quick} == {16, 32, 64}
+    assert {c["num_stages"] for c in quick} == {3, 4} and {c["num_warps"] for c in quick} == {4}
+    prefill = mm_launch.candidates(4096, 4096, current, False)
+    assert {c["BLOCK_M"] for c in prefill} == {64, 128}
+    assert {c["BLOCK_N"] for c in prefill} == {64, 128, 256}
+    assert {c["BLOCK_K"] for c in prefill} == {64, 128}
+    assert {c["num_warps"] for c in prefill} == {4, 8}
+    quick = mm_launch.candidates(4096, 4096, current, True)
+    assert {c["BLOCK_M"] for c in quick} == {128} and {c["num_warps"] for c in quick} == {8}
