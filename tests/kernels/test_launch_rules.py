@@ -319,6 +319,31 @@ def test_moe_align_one_launch_only_while_small() -> None:
     assert align_launch.one_launch(1, 8, fill + 1, False)
 
 
+def test_moe_align_steps_and_tiles_are_powers_of_two() -> None:
+    """The fixed steps go to ``tl.arange`` as they are."""
+    for step in (align_launch.TILE, align_launch.FILL_STEP, align_launch.COUNT_FILL_STEP,
+                 align_launch.MAX_BUCKETS, align_launch.ONE_LAUNCH_WARPS):
+        assert is_pow2(step), step
+
+
+def test_moe_align_more_than_4096_buckets_take_the_torch_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    from sglang_shims.kernels.ops import moe_align
+
+    taken: list[str] = []
+    monkeypatch.setattr(moe_align, "use_triton", lambda t: True)
+    monkeypatch.setattr(moe_align, "_triton_align", lambda *a: taken.append("triton"))
+    monkeypatch.setattr(moe_align, "moe_align_torch", lambda *a: taken.append("torch"))
+    for buckets in (4096, 4097):
+        def buffer(n: int) -> torch.Tensor:
+            return torch.zeros(n, dtype=torch.int32)
+
+        moe_align.moe_align_block_size(torch.zeros(1, 1, dtype=torch.int32), buckets, 1,
+                                       buffer(1), buffer(1), buffer(1), buffer(buckets + 1))
+    assert taken == ["triton", "torch"]
+
+
 def test_moe_align_rules_tiles_of_8192_one_hot_values() -> None:
     """The one-hot tile (tokens x buckets) stays within ``TILE``: the single program takes
     16 tokens a step or more, the chunked path 16 to 256; ``expert_ids`` are written

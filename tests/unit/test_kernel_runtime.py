@@ -5,6 +5,7 @@ in this process and without a GPU (torch's CUDA queries are answered by the test
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -12,6 +13,8 @@ import torch
 
 from sglang_shims.kernels import runtime
 from sglang_shims.kernels.device import Device
+
+from ..support.run import REPO
 
 
 @pytest.fixture
@@ -131,3 +134,11 @@ def test_same_memory_is_the_same_view() -> None:
     assert not runtime.same_memory(a, a.t())  # same start and shape, other strides
     assert not runtime.same_memory(a, a.view(4))
     assert not runtime.same_memory(a[1], a[0])
+
+
+def test_decode_launches_reach_as_far_as_the_sweep_that_measured_them() -> None:
+    """``DECODE_ROWS`` is the most rows the decode sweep timed (rows beyond it keep the
+    prefill launches, which were measured there)."""
+    sweep = REPO / "benchmarks" / "results" / "sweep-decode-h200-2026-12-02.json"
+    rows = {row["tokens"] for row in json.loads(sweep.read_text(encoding="utf-8"))["rows"]}
+    assert max(rows) == runtime.DECODE_ROWS
