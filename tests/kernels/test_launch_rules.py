@@ -336,11 +336,10 @@ def test_moe_align_more_than_4096_buckets_take_the_torch_path(
     monkeypatch.setattr(moe_align, "_triton_align", lambda *a: taken.append("triton"))
     monkeypatch.setattr(moe_align, "moe_align_torch", lambda *a: taken.append("torch"))
     for buckets in (4096, 4097):
-        def buffer(n: int) -> torch.Tensor:
-            return torch.zeros(n, dtype=torch.int32)
-
-        moe_align.moe_align_block_size(torch.zeros(1, 1, dtype=torch.int32), buckets, 1,
-                                       buffer(1), buffer(1), buffer(1), buffer(buckets + 1))
+        ids, sorted_ids, expert_ids, post_pad, cumsum = (
+            torch.zeros(n, dtype=torch.int32) for n in (1, 1, 1, 1, buckets + 1))
+        moe_align.moe_align_block_size(ids.view(1, 1), buckets, 1, sorted_ids, expert_ids,
+                                       post_pad, cumsum)
     assert taken == ["triton", "torch"]
 
 

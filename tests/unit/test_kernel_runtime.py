@@ -96,6 +96,11 @@ def test_the_device_index_of_a_tensor_without_one_is_the_current_device(
     assert seen == [7, 3]
 
 
+def test_the_current_device_is_torchs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 5)
+    assert runtime._current_index() == 5
+
+
 def test_launch_arithmetic() -> None:
     assert [runtime.cdiv(a, 4) for a in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
     assert [runtime.next_pow2(n) for n in (-3, 0, 1, 2, 3, 4, 5, 1025)] == [
