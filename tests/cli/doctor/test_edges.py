@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
 from sglang_shims.cli import doctor, main
 from sglang_shims.cli.doctor import Facts, Finding, Level, diagnose, report
@@ -254,6 +255,37 @@ def test_an_env_error_or_crash_is_a_failure_not_not_run(
     assert found.level == Level.WARN
     assert f"with the shims {said}" in found.detail and stock in found.detail
     assert "4.57.0" in found.remedy
+
+
+def test_a_release_past_the_matrix_is_untested_unless_the_matrix_lists_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Newer than every release run: untested, its patches apply by range; but a release
+    the matrix lists and has not run yet is said so, even when it is the newest."""
+    past = _tested(sglang="99.0.0")
+    assert past.detail.startswith("sglang 99.0.0 is newer than the tested matrix")
+    shipped = tested.matrix()
+    newest = max(shipped["releases"], key=Version)
+    data = {**shipped, "index": {**shipped["index"], "releases": [newest, "99.0.0"]}}
+    monkeypatch.setattr(tested, "matrix", lambda: data)
+    listed = _tested(sglang="99.0.0")
+    assert "is in the compatibility matrix's range but was not run yet" in listed.detail
+
+
+@pytest.mark.parametrize(("model", "passed", "said"), [
+    (None, True, "the serving graph imports"),
+    ({"ok": True}, True, "the serving graph imports and a small Qwen3 and Llama agree with"
+                         " transformers"),
+    ({"ok": None, "error": "no GPU"}, True,
+     "the serving graph imports (the model check could not run on CPU: no GPU)"),
+    ({"ok": False, "error": "logits differ"}, False,
+     "the serving graph imports but the model check failed: logits differ"),
+])
+def test_a_cell_whose_graph_imports_says_what_its_model_check_found(
+        model: dict[str, object] | None, passed: bool, said: str) -> None:
+    cell: dict[str, object] = {"graph": {"ok": True}}
+    if model is not None:
+        cell["model"] = model
+    assert tested._outcome(cell) == (passed, said)
 
 
 # ------------------------------------------------------------------ sglang's pins
