@@ -93,6 +93,12 @@ def test_pdl_follows_the_assumed_device(monkeypatch: pytest.MonkeyPatch, dev: De
     assert runtime.use_pdl(x) is False  # a CPU tensor outside: no GPU
 
 
+def test_the_rules_are_measured_for_the_h200() -> None:
+    """What a tensor on no GPU is launched for: the H200 the rules were measured on (sm_90,
+    227 KiB of shared memory a block, 132 SMs)."""
+    assert MEASURED == Device((9, 0), 227 * 1024, 132)
+
+
 def test_the_device_is_read_from_torch_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Capability, opt-in shared memory and SM count from torch's device properties, read
     once per device; older torch without the opt-in figure falls back to the default."""
@@ -106,15 +112,18 @@ def test_the_device_is_read_from_torch_once(monkeypatch: pytest.MonkeyPatch) -> 
         if index == 0:
             return types.SimpleNamespace(major=12, minor=0, multi_processor_count=36,
                                          shared_memory_per_block_optin=101376)
-        return types.SimpleNamespace(major=7, minor=5, multi_processor_count=40,
-                                     shared_memory_per_block=49152)
+        if index == 1:
+            return types.SimpleNamespace(major=7, minor=5, multi_processor_count=40,
+                                         shared_memory_per_block=65536)
+        return types.SimpleNamespace(major=7, minor=0, multi_processor_count=80)
 
     monkeypatch.setattr(torch.cuda, "get_device_properties", props)
     cuda_device.cache_clear()
     try:
         assert cuda_device(0) == SM120
         assert cuda_device(0) == SM120
-        assert cuda_device(1) == Device((7, 5), 49152, 40)
-        assert reads == [0, 1]
+        assert cuda_device(1) == Device((7, 5), 65536, 40)
+        assert cuda_device(2) == Device((7, 0), 48 * 1024, 80)  # what every GPU gives
+        assert reads == [0, 1, 2]
     finally:
         cuda_device.cache_clear()

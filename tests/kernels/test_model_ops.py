@@ -95,3 +95,18 @@ def test_doctor_cli_model_path(tmp_path: Path) -> None:
     ours = [f for f in findings if f["check"] == "model-ops"]
     assert len(ours) == 1 and ours[0]["level"] == "ok", out.stderr[-2000:]
     assert "topk_softmax" in ours[0]["detail"]
+
+
+def test_an_op_is_called_by_the_releases_the_wheels_show_and_unknown_elsewhere() -> None:
+    """``moe_sum_reduce`` came from sgl-kernel from 0.5.4.post2 on (sglang's own Triton
+    kernel before); a release or an op the data does not cover is answered None, and
+    only a known "not called" drops an op."""
+    from sglang_shims.kernels.serving.model_ops import not_called
+    from sglang_shims.kernels.surface import opset
+
+    assert opset.called("moe_sum_reduce", "0.5.4.post1") is False
+    assert opset.called("moe_sum_reduce", "0.5.4.post2") is True
+    assert opset.called("moe_sum_reduce", "99.0.0") is None
+    assert opset.called("no_such_op", "0.5.4.post2") is None
+    assert not_called(["moe_sum_reduce", "no_such_op"], "0.5.4.post1") == ["moe_sum_reduce"]
+    assert not_called(["moe_sum_reduce"], None) == []
