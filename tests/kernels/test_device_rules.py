@@ -96,7 +96,7 @@ def test_pdl_follows_the_assumed_device(monkeypatch: pytest.MonkeyPatch, dev: De
 def test_the_rules_are_measured_for_the_h200() -> None:
     """What a tensor on no GPU is launched for: the H200 the rules were measured on (sm_90,
     227 KiB of shared memory a block, 132 SMs)."""
-    assert MEASURED == Device((9, 0), 227 * 1024, 132)
+    assert Device((9, 0), 227 * 1024, 132) == MEASURED
 
 
 def test_the_device_is_read_from_torch_once(monkeypatch: pytest.MonkeyPatch) -> None:
