@@ -86,12 +86,14 @@ def test_ops_registry_matches_sgl_kernel_signatures() -> None:
 
 
 def test_import_is_lazy() -> None:
-    """Importing the package (and reading OPS's keys) imports neither torch nor triton."""
+    """Importing the package (and reading OPS's keys, asking it for a name, listing it)
+    imports neither torch nor triton."""
     code = ("import sys, sglang_shims.kernels as k; list(k.OPS); "
-            "print('torch' in sys.modules, 'triton' in sys.modules)")
+            "print('rmsnorm' in k.OPS, 'no_such_op' in k.OPS, set(k.__all__) <= set(dir(k)), "
+            "'torch' in sys.modules, 'triton' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=REPO).stdout.split()
-    assert out == ["False", "False"]
+    assert out == ["True", "False", "True", "False", "False"]
 
 
 @pytest.mark.skipif(bool(NO_TRITON), reason=NO_TRITON or "-")

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from ..support.run import REPO, Result, clean_env, run_python
 
@@ -103,3 +106,38 @@ def test_sizes_follow_tritons_integer_specialisation() -> None:
     assert sizes(1, 16, 17, 4096) == ((True, False), (False, True), (False, False),
                                       (False, True))
     assert json.dumps(sizes()) == "[]"
+
+
+def test_a_recorded_launch_runs_nothing_and_keeps_what_was_asked() -> None:
+    """Inside ``recording()`` a launch is kept (kernel, grid, arguments, options, key) and
+    not run; with a device, the wrappers launch for it meanwhile, and only then."""
+    from sglang_shims.kernels import compile_lock as c
+    from sglang_shims.kernels.device import MEASURED, assumed
+
+    class Kernel:
+        def __getitem__(self, grid: object) -> object:
+            raise AssertionError("a recorded launch ran")
+
+    kernel = Kernel()
+    with c.recording() as launches:
+        assert assumed() is None
+        c.launch_kernel("key", kernel, (3,), 1, 2, BLOCK=4)
+    assert launches == [c.Launch(kernel, (3,), (1, 2), {"BLOCK": 4}, "key")]
+    with c.recording(MEASURED):
+        assert assumed() is MEASURED
+    assert assumed() is None
+
+
+def test_a_locked_first_launch_leaves_no_file_open(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from sglang_shims.kernels import compile_lock as c
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(c, "broken", None)
+    before = len(os.listdir("/proc/self/fd"))
+    ran: list[int] = []
+    for n in range(3):
+        c.launch(("a first launch of this test", n), lambda n=n: ran.append(n))
+    assert ran == [0, 1, 2] and (tmp_path / c.LOCK_NAME).exists()
+    assert len(os.listdir("/proc/self/fd")) == before
