@@ -8,6 +8,7 @@ the lock bypassed must see them overlap -- which shows the harness can tell.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -138,6 +139,6 @@ def test_a_locked_first_launch_leaves_no_file_open(tmp_path: Path,
     before = len(os.listdir("/proc/self/fd"))
     ran: list[int] = []
     for n in range(3):
-        c.launch(("a first launch of this test", n), lambda n=n: ran.append(n))
+        c.launch(("a first launch of this test", n), functools.partial(ran.append, n))
     assert ran == [0, 1, 2] and (tmp_path / c.LOCK_NAME).exists()
     assert len(os.listdir("/proc/self/fd")) == before
