@@ -184,6 +184,30 @@ def test_sglang_051_on_sglang_kernel_045() -> None:
         assert ctx.details["kernel_ops"][name].startswith("real kernel (float16/bfloat16); ours")
 
 
+def test_float32_goes_to_ours_only_for_the_half_only_names_sglang_needs_and_the_kernel_has(
+        ) -> None:
+    """Of the half-only names, only one sglang imports, the kernel binds and ours has is
+    widened, and only where ours or an adapter already serves some name."""
+    needed = ["rmsnorm", "gelu_and_mul", "topk_softmax", "moe_fused_gate"]
+    exported = {"rmsnorm", "silu_and_mul", "topk_softmax"}
+    routes = hybrid.plan(needed, exported)
+    assert routes["moe_fused_gate"].provider == hybrid.OURS
+    assert hybrid.widened(needed, routes, exported) == ["rmsnorm"]
+    assert hybrid.widened(needed, hybrid.plan(["rmsnorm"], exported), exported) == []
+
+
+def test_an_ours_route_binds_our_op_and_a_real_one_nothing() -> None:
+    from sglang_shims.kernels.ops.rope import FusedSetKVBufferArg
+
+    for name, want in (("rmsnorm", K.OPS["rmsnorm"]),
+                       ("FusedSetKVBufferArg", FusedSetKVBufferArg)):
+        chosen = hybrid.route(name, set())
+        assert chosen.provider == hybrid.OURS
+        assert hybrid.implementation(name, chosen, None) is want
+    with pytest.raises(ValueError, match="no implementation for provider"):
+        hybrid.implementation("rmsnorm", hybrid.route("rmsnorm", {"rmsnorm"}), None)
+
+
 @pytest.mark.parametrize("half", ["bfloat16", "float16"])
 def test_float32_norms_go_to_ours_half_types_to_the_kernel(half: str) -> None:
     """The real kernel rejects float32 norms; where the patch acts, ours computes them
