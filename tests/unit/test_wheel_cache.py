@@ -42,7 +42,7 @@ def test_unpack_compiles_with_the_final_path(tmp_path: Path) -> None:
     _wheel(cache)
     dest = wheels.unpack("tinypkg", "1.0", cache)
     source = dest / "tinypkg" / "mod.py"
-    assert (dest / ".compiled").is_file()
+    assert (dest / ".compiled").read_text(encoding="utf-8") == sys.implementation.cache_tag
     # compiled in a private folder, then renamed: the code names where it lives now
     assert _code_filename(source) == str(source)
     assert not Path(importlib.util.cache_from_source(str(dest / "tinypkg" / "bad.py"))).exists()
@@ -81,4 +81,55 @@ def test_a_folder_unpacked_before_is_compiled_once(tmp_path: Path) -> None:
 ])
 def test_a_file_the_index_did_not_serve_is_told_from_a_missing_release(
         error: str, served: bool) -> None:
-    assert wheels.not_served(error) is not served
+    assert wheels.not_served(error) is (not served)
+
+
+def test_a_crashed_unpack_is_replaced(tmp_path: Path) -> None:
+    """A folder without the complete mark (a crash left it) gives way to a fresh unpack."""
+    cache = tmp_path / "cache"
+    _wheel(cache)
+    leftover = cache / "unpacked" / "tinypkg-1.0"
+    leftover.mkdir(parents=True)
+    (leftover / "half-written").write_text("")
+    assert wheels.unpack("tinypkg", "1.0", cache) == leftover
+    assert not (leftover / "half-written").exists()
+    assert (leftover / ".complete").is_file() and (leftover / "tinypkg" / "mod.py").is_file()
+
+
+def test_a_download_lands_in_the_cache_or_says_why_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip downloads into a private folder (``-d``); the wheel then moves into the cache.  A
+    run that fails, or that leaves no wheel, raises: NotServed when the index failed."""
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    answers: list[tuple[int, str, bool]] = []
+
+    def pip(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        code, stderr, writes = answers.pop(0)
+        if writes:
+            folder = Path(cmd[cmd.index("-d") + 1])
+            (folder / "tinypkg-1.0-py3-none-any.whl").write_bytes(b"a wheel")
+        return subprocess.CompletedProcess(cmd, code, "", stderr)
+
+    monkeypatch.setattr(wheels.subprocess, "run", pip)
+    answers.append((0, "", True))
+    got = wheels.fetch("tinypkg", "1.0", cache)
+    assert got == cache / "tinypkg-1.0-py3-none-any.whl" and got.read_bytes() == b"a wheel"
+    answers.append((0, "", False))
+    with pytest.raises(RuntimeError, match=r"cannot download tinypkg==2\.0") as raised:
+        wheels.fetch("tinypkg", "2.0", cache)
+    assert not isinstance(raised.value, wheels.NotServed)
+    answers.append((1, "ERROR: HTTP error 503 while getting x.whl", False))
+    with pytest.raises(wheels.NotServed):
+        wheels.fetch("tinypkg", "2.0", cache)
+    assert list(cache.iterdir()) == [got]  # no private folder left behind
+
+
+def test_a_wheel_cache_others_can_write_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    private = tmp_path / "private"
+    monkeypatch.setenv("SGLANG_SHIMS_WHEEL_CACHE", str(private))
+    assert wheels.cache_dir() == private and private.stat().st_mode & 0o777 == 0o700
+    private.chmod(0o777)
+    with pytest.raises(RuntimeError, match="refused"):
+        wheels.cache_dir()
