@@ -196,6 +196,21 @@ def test_float32_goes_to_ours_only_for_the_half_only_names_sglang_needs_and_the_
     assert hybrid.widened(needed, hybrid.plan(["rmsnorm"], exported), exported) == []
 
 
+def test_a_half_only_wrapper_looks_like_the_kernels_function() -> None:
+    """What sglang (and a traceback) sees of the wrapper: the kernel's name and module, the
+    kernel function behind it; float32 goes to ours, anything else to the kernel."""
+    def rmsnorm(*args: Any, **kwargs: Any) -> str:
+        return "kernel"
+
+    wrapper = hybrid.half_only(rmsnorm, lambda *args, **kwargs: "ours")
+    assert (wrapper.__name__, wrapper.__qualname__, wrapper.__module__) == \
+        ("rmsnorm", "rmsnorm", "sgl_kernel")
+    assert wrapper.__wrapped__ is rmsnorm
+    assert wrapper(types.SimpleNamespace(dtype="torch.float32")) == "ours"
+    assert wrapper(input=types.SimpleNamespace(dtype="torch.float32")) == "ours"
+    assert wrapper(types.SimpleNamespace(dtype="torch.bfloat16")) == "kernel"
+
+
 def test_an_ours_route_binds_our_op_and_a_real_one_nothing() -> None:
     from sglang_shims.kernels.ops.rope import FusedSetKVBufferArg
 
