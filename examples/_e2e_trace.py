@@ -80,7 +80,7 @@ def read_steps(folder: Path) -> list[list[Any]]:
                 row = json.loads(line)
             except ValueError:
                 continue  # a line cut short when the server was stopped
-            if isinstance(row, list) and len(row) == 8:
+            if isinstance(row, list) and len(row) in (8, 9):  # 8: before the core was kept
                 rows.append(row)
         if sum(r[5] for r in rows) > sum(r[5] for r in best):
             best = rows
@@ -127,7 +127,8 @@ def step_parts(rows: list[list[Any]], batch: int, begin: float, end: float,
                       "cpu_ms": 1e3 * (after[2] - here[2]),
                       "gc_ms": 1e3 * (after[3] - here[3]),
                       "sm_mhz": sample[0] if sample else None,
-                      "power_w": sample[1] if sample else None})
+                      "power_w": sample[1] if sample else None,
+                      "core": here[8] if len(here) > 8 else None})
     return steps
 
 
@@ -175,8 +176,19 @@ def summarize(rows: list[list[Any]], windows: list[tuple[int, float, float]],
                    "other": {p: _median(other, p) for p in PARTS}}
         out[str(batch)] = {"steps": len(steps), "slow_steps": len(slow),
                            "stretches": sum(_stretches(f) for f in flags), **medians,
-                           "verdict": verdict(medians["slow"], medians["other"])}
+                           "verdict": verdict(medians["slow"], medians["other"]),
+                           "cores": {"slow": _cores(slow), "other": _cores(other)}}
     return out
+
+
+def _cores(steps: list[Step]) -> dict[str, int]:
+    """How many of ``steps`` the scheduler started on each CPU (traces that kept it)."""
+    out: dict[str, int] = {}
+    for step in steps:
+        if step.get("core") is not None:
+            key = str(int(step["core"] or 0))
+            out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def _ms(step: Step) -> float:

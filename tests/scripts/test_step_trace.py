@@ -47,7 +47,8 @@ def test_the_hook_wraps_forward_and_writes_a_row_per_call(tmp_path: Path) -> Non
     assert out["chained"] == "1"  # the sitecustomize it shadows still ran
     rows = out["rows"]
     assert [(r[4], r[5]) for r in rows] == [(4, 0), (8, 1), (8, 1)]
-    assert all(len(r) == 8 and r[6] is None and r[7] is None for r in rows)  # no CUDA here
+    assert all(len(r) == 9 and r[6] is None and r[7] is None for r in rows)  # no CUDA here
+    assert all(isinstance(r[8], int) and r[8] >= 0 for r in rows)  # the CPU it ran on
     assert rows[0][0] <= rows[1][0] <= rows[2][0]
     assert rows[1][3] > rows[0][3]  # gc.collect() ran between calls 1 and 2
 
@@ -124,6 +125,16 @@ def test_the_sm_clock_is_the_sample_nearest_each_step(trace: ModuleType, tmp_pat
     assert far["other"]["sm_mhz"] is None  # no sample within 0.25 s
 
 
+def test_the_cores_of_slow_and_other_steps_are_counted(trace: ModuleType) -> None:
+    rows = _rows([(1.0, 0.9, 1.0, 0.0)] * 10 + [(3.0, 0.9, 3.0, 0.0)] * 2)
+    for i, row in enumerate(rows):
+        row.append(5 if i >= 10 else 2)
+    got = trace.summarize(rows, [(8, 0.0, 1e9)], [])["8"]
+    assert got["cores"] == {"slow": {"5": 2}, "other": {"2": 10}}
+    old = trace.summarize(_rows([(1.0, 0.9, 1.0, 0.0)] * 3), [(8, 0.0, 1e9)], [])["8"]
+    assert old["cores"] == {"slow": {}, "other": {}}  # rows of 8 fields: no core kept
+
+
 def test_the_decode_process_is_read_and_a_cut_line_skipped(trace: ModuleType,
                                                           tmp_path: Path) -> None:
     (tmp_path / "steps-1.jsonl").write_text(json.dumps([1.0, 0.1, 0, 0, 1, 0, None, None])
@@ -161,3 +172,4 @@ def test_host_regimes_run_length_the_hosts_fast_and_slow_steps(trace: ModuleType
     steps = [{"host_ms": x} for x in (0.3, 0.3, 0.6, 0.5, 0.3, None)]
     assert trace.regimes(steps, 0.44) == "f2 s2 f2"
     assert trace.regimes([], 0.44) == ""
+
