@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ..support.programs import PROGRAMS, write_tree
+from ..support.programs import program, write_tree
 from ..support.run import REPO, SITE_PACKAGES, Result, clean_env
 from ..support.scripts import load_script
 
@@ -30,7 +30,8 @@ def _run_forward(tmp_path: Path, folder: str) -> Result:
     root = write_tree("scripts/step_trace", tmp_path / "tree")
     path = ":".join([str(HOOK), str(root), *SITE_PACKAGES])
     env = clean_env(PYTHONPATH=path, SGLANG_SHIMS="0", SGLANG_STEP_TRACE=folder)
-    proc = subprocess.run([sys.executable, str(PROGRAMS / "scripts/step_trace/forward.py"),
+    # not run_python: that one starts with -S, and only site processing runs a sitecustomize
+    proc = subprocess.run([sys.executable, "-c", program("scripts/step_trace/forward"),
                            str(tmp_path / "out")], env=env, capture_output=True, text=True,
                           timeout=120, check=False, cwd=tmp_path)
     return Result.of(proc)
