@@ -11,7 +11,7 @@ and ``sglang-shims check`` can never disagree on what a field is.  What a table 
 :func:`sglang_shims.catalog.manifest.parse`.
 
 Frozen dataclasses: this module is imported only when a manifest is parsed from TOML (the
-CLI, ``SGLANG_SHIMS_PATH`` folders), never when a process wakes from ``catalog.json``, so
+CLI, ``SGLANG_SHIMS_PATH`` folders), never when a process wakes from ``catalog.jsonl``, so
 what ``dataclasses`` costs at import is never paid on the way to serving.
 """
 

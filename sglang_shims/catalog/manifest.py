@@ -11,7 +11,7 @@ silently turn a patch off.
 What a manifest may hold is written once, as data: the field table (:func:`table`), which
 :func:`parse` checks a manifest against and from which ``catalog.schema`` writes the JSON
 Schema editors validate with.  The value classes below are what a waking process builds
-from ``catalog.json``; the table is built only when TOML is parsed.
+from ``catalog.jsonl``; the table is built only when TOML is parsed.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from . import fields
 
 # Validation patterns, compiled on first use (:func:`matches`): the engine reads the
-# built-in manifests from catalog.json, validated when it was generated, and never needs them.
+# built-in manifests from catalog.jsonl, validated when it was generated, and never needs them.
 PATTERNS = {
     "id": r"^[a-z0-9][a-z0-9.-]*[a-z0-9]$",
     "module": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$",
@@ -228,11 +229,20 @@ class Provide(_Value):
 
 
 class Manifest(_Value):
-    """One patch's manifest; ``folder`` and ``source`` say where it was read from."""
+    """One patch's manifest; ``folder`` and ``source`` say where it was read from.
 
-    __slots__ = _FIELDS = ("id", "summary", "evidence", "target", "when", "default", "policy",
-                           "retire", "changes", "requires", "gpu", "fingerprints", "provides",
-                           "code", "range_note", "test_with", "folder", "source")
+    A manifest read from the built-in catalog may hold only its :data:`HEAD` (what the
+    engine reads of every patch when it wakes) until another field is first read: then
+    ``_rest`` sets every other field at once (``catalog.data``), so that a process parses
+    only the patches whose targets it imports.  Seen from outside it is the same value.
+    """
+
+    _FIELDS = ("id", "summary", "evidence", "target", "when", "default", "policy", "retire",
+               "changes", "requires", "gpu", "fingerprints", "provides", "code", "range_note",
+               "test_with", "folder", "source")
+    __slots__ = (*_FIELDS, "_rest")
+    HEAD = ("id", "target", "when", "default", "policy", "summary")
+    """The fields every waking engine reads of every patch (its records, its watch table)."""
     _UNCOMPARED = frozenset({"test_with", "folder"})
     id: str
     summary: str
@@ -270,9 +280,49 @@ class Manifest(_Value):
                             ("folder", folder), ("source", source)):
             _set(self, name, value)
 
+    @classmethod
+    def deferred(cls, head: tuple[Any, ...], source: str,
+                 rest: Callable[[Manifest], None]) -> Manifest:
+        """A manifest of which only the :data:`HEAD` fields (``head``, in that order) and
+        ``source`` are set; ``rest(manifest)`` sets the others (with :meth:`complete`)
+        when one of them is first read."""
+        manifest = cls.__new__(cls)
+        for name, value in zip(cls.HEAD, head, strict=True):
+            _set(manifest, name, value)
+        _set(manifest, "source", source)
+        _set(manifest, "_rest", rest)
+        return manifest
+
+    def complete(self, fields: dict[str, Any]) -> None:
+        """Set the fields a :meth:`deferred` manifest was made without, all of them (once:
+        a complete manifest is immutable like any other)."""
+        if getattr(self, "_rest", None) is None:
+            raise AttributeError(f"manifest {self.id!r} is complete")
+        if set(fields) != _DEFERRED:
+            raise AttributeError(f"manifest {self.id!r} needs exactly {sorted(_DEFERRED)}")
+        for name, value in fields.items():
+            _set(self, name, value)
+        _set(self, "_rest", None)
+
+    if not TYPE_CHECKING:  # to a type checker every field is always set
+        def __getattr__(self, name: str) -> Any:
+            # reached only for a slot not set yet: a deferred manifest's other fields
+            try:
+                rest = object.__getattribute__(self, "_rest")
+            except AttributeError:
+                rest = None
+            if rest is None or name not in self._FIELDS:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute"
+                                     f" {name!r}")
+            rest(self)
+            return object.__getattribute__(self, name)
+
     @property
     def roots(self) -> set[str]:
         return {self.target.partition(".")[0]}
+
+
+_DEFERRED = frozenset(Manifest._FIELDS) - {*Manifest.HEAD, "source"}
 
 
 def _fail(where: str, message: str) -> ManifestError:
@@ -304,7 +354,7 @@ _TABLE: fields.Table | None = None
 
 def table() -> fields.Table:
     """The manifest's field table, built on first use: a process reads its built-in
-    manifests from catalog.json and never parses one."""
+    manifests from catalog.jsonl and never parses one."""
     global _TABLE
     if _TABLE is None:
         _TABLE = _build_table()
@@ -485,7 +535,7 @@ def _fingerprint(raw: dict[str, Any]) -> Fingerprint:
 
 def load_text(text: str, where: str, folder: Path | None = None,
               source: str = "builtin") -> Manifest:
-    # imported here: a process reads the built-in manifests from catalog.json, and parses
+    # imported here: a process reads the built-in manifests from catalog.jsonl, and parses
     # TOML only for SGLANG_SHIMS_PATH folders
     if sys.version_info >= (3, 11):
         import tomllib

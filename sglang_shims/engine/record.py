@@ -35,6 +35,7 @@ class State(str, enum.Enum):
 
 
 SCHEMA = 1
+_set = object.__setattr__
 
 
 class Record:
@@ -74,14 +75,14 @@ class Record:
                  proxies: dict[str, dict[str, Any]] | None = None,
                  details: dict[str, Any] | None = None, at: float = 0.0,
                  judge_ms: float = 0.0) -> None:
-        self.id, self.state, self.reason, self.summary = id, state, reason, summary
-        self.target, self.when, self.policy, self.source = target, when, policy, source
-        self.late, self.at, self.judge_ms = late, at, judge_ms
-        self.changes = [] if changes is None else changes
-        self.notes = [] if notes is None else notes
-        self.gates = [] if gates is None else gates
-        self.proxies = {} if proxies is None else proxies
-        self.details = {} if details is None else details
+        # set past __setattr__ (a waking engine makes one record per patch): ``state``, the
+        # one field it converts, is converted here; the values are in FIELDS' order
+        values = (id, State(state), reason, summary, target, when, policy, source, late,
+                  [] if changes is None else changes, [] if notes is None else notes,
+                  [] if gates is None else gates, {} if proxies is None else proxies,
+                  {} if details is None else details, at, judge_ms)
+        for name, value in zip(self.FIELDS, values, strict=True):
+            _set(self, name, value)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # every assignment of a state, literal or member, ends as a State
