@@ -22,8 +22,7 @@ from . import data as _data
 from .manifest import Manifest, ManifestError, load_text
 
 MANIFEST = "manifest.toml"
-PACKAGE = Path(__file__).resolve().parents[1]
-"""The ``sglang_shims`` package folder (resolved once: each resolve is a walk of the path)."""
+PACKAGE = _data.PACKAGE
 
 
 class Catalog:
