@@ -35,7 +35,6 @@ class State(str, enum.Enum):
 
 
 SCHEMA = 1
-_set = object.__setattr__
 
 
 class Record:
@@ -48,11 +47,13 @@ class Record:
     at every wake-up, for methods the engine does not need.
     """
 
-    __slots__ = FIELDS = ("id", "state", "reason", "summary", "target", "when", "policy",
-                          "source", "late", "changes", "notes", "gates", "proxies", "details",
-                          "at", "judge_ms")
+    FIELDS = ("id", "state", "reason", "summary", "target", "when", "policy", "source", "late",
+              "changes", "notes", "gates", "proxies", "details", "at", "judge_ms")
+    # ``state`` is a property over ``_state``: every other field is a plain slot, assigned
+    # at C speed (a waking engine makes one record per patch)
+    __slots__ = tuple(f if f != "state" else "_state" for f in FIELDS)
+    _state: State
     id: str
-    state: State
     reason: str
     summary: str
     target: str
@@ -75,18 +76,23 @@ class Record:
                  proxies: dict[str, dict[str, Any]] | None = None,
                  details: dict[str, Any] | None = None, at: float = 0.0,
                  judge_ms: float = 0.0) -> None:
-        # set past __setattr__ (a waking engine makes one record per patch): ``state``, the
-        # one field it converts, is converted here; the values are in FIELDS' order
-        values = (id, State(state), reason, summary, target, when, policy, source, late,
-                  [] if changes is None else changes, [] if notes is None else notes,
-                  [] if gates is None else gates, {} if proxies is None else proxies,
-                  {} if details is None else details, at, judge_ms)
-        for name, value in zip(self.FIELDS, values, strict=True):
-            _set(self, name, value)
+        self.id, self.state, self.reason, self.summary = id, state, reason, summary
+        self.target, self.when, self.policy, self.source = target, when, policy, source
+        self.late, self.at, self.judge_ms = late, at, judge_ms
+        self.changes = [] if changes is None else changes
+        self.notes = [] if notes is None else notes
+        self.gates = [] if gates is None else gates
+        self.proxies = {} if proxies is None else proxies
+        self.details = {} if details is None else details
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @state.setter
+    def state(self, value: State | str) -> None:
         # every assignment of a state, literal or member, ends as a State
-        object.__setattr__(self, name, State(value) if name == "state" else value)
+        self._state = State(value)
 
     def __repr__(self) -> str:
         return f"Record({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
