@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 from . import data as _data
-from .manifest import Manifest, ManifestError, load_text
+from .manifest import Manifest, ManifestError
 
 MANIFEST = "manifest.toml"
 PACKAGE = _data.PACKAGE
@@ -222,6 +222,7 @@ def _read_folders(catalog: Catalog, sources: list[tuple[Path, str]], seen: dict[
     """Parse the manifests of ``sources`` (root, source) into ``catalog``: the built-ins of a
     checkout whose JSON is stale or unreadable, and ``SGLANG_SHIMS_PATH`` folders."""
     from .. import _trust
+    from .validate import load_text
 
     for root, source in sources:
         for folder in _patch_folders(root):

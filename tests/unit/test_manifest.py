@@ -15,7 +15,8 @@ from sglang_shims.catalog import codegen as _index
 from sglang_shims.catalog import data as _data
 from sglang_shims.catalog import load as _catalog
 from sglang_shims.catalog import prose
-from sglang_shims.catalog.manifest import Manifest, ManifestError, load_text, parse
+from sglang_shims.catalog.manifest import Manifest, ManifestError
+from sglang_shims.catalog.validate import load_text, parse
 
 from ..support.packages import manifest_text
 
@@ -230,7 +231,7 @@ def test_json_round_trip_of_every_field() -> None:
                        max_size=4))
 def test_any_gate_table_fails_cleanly(table: dict[str, str]) -> None:
     """Arbitrary gate keys and specifiers: parsed, or one ManifestError naming the gate."""
-    from sglang_shims.catalog.manifest import parse_gates
+    from sglang_shims.catalog.validate import parse_gates
 
     try:
         gates = parse_gates(table, "gates")
