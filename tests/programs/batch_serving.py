@@ -29,7 +29,7 @@ def cpu_pools(call, requests, context, slots, dtype, kv_heads, head_dim, layers)
     ``call`` is the program's own (it gives each release the keywords it takes)."""
     from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
     requests_pool = call(ReqToTokenPool, size=requests, max_context_len=context, device="cpu",
-                         enable_memory_saver=False)
+                         enable_memory_saver=False, use_records=False)  # use_records: 0.4.0-0.4.1
     kv_pool = call(MHATokenToKVPool, size=slots, page_size=1, dtype=dtype, head_num=kv_heads,
                    head_dim=head_dim, layer_num=layers, device="cpu", enable_memory_saver=False)
     return requests_pool, kv_pool
