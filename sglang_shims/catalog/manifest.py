@@ -289,10 +289,13 @@ class Manifest(_Value):
         return manifest
 
     def complete(self, fields: dict[str, Any]) -> None:
-        """Set the fields a :meth:`deferred` manifest was made without, all of them (once:
-        a complete manifest is immutable like any other)."""
+        """Set the fields a :meth:`deferred` manifest was made without, all of them, once.
+
+        Later calls change nothing (a complete manifest is immutable like any other): two
+        threads may read a field of the same manifest at once, and both complete it; the
+        values are the same, read from the same line."""
         if getattr(self, "_rest", None) is None:
-            raise AttributeError(f"manifest {self.id!r} is complete")
+            return
         if set(fields) != _DEFERRED:
             raise AttributeError(f"manifest {self.id!r} needs exactly {sorted(_DEFERRED)}")
         for name, value in fields.items():
