@@ -305,14 +305,13 @@ class Manifest(_Value):
     if not TYPE_CHECKING:  # to a type checker every field is always set
         def __getattr__(self, name: str) -> Any:
             # reached only for a slot not set yet: a deferred manifest's other fields
-            try:
-                rest = object.__getattribute__(self, "_rest")
-            except AttributeError:
-                rest = None
-            if rest is None or name not in self._FIELDS:
+            if name not in self._FIELDS:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute"
                                      f" {name!r}")
-            rest(self)
+            rest = getattr(self, "_rest", None)
+            if rest is not None:
+                rest(self)
+            # set now, by this thread or by another that was completing it meanwhile
             return object.__getattribute__(self, name)
 
     @property

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -203,6 +205,36 @@ def test_deferred_manifests_copy_compare_and_pickle_whole(
     for reader in (copy.deepcopy, lambda m: pickle.loads(pickle.dumps(m)), lambda m: m):
         (shipped,) = _data.read(root, check_digest=False) or []
         assert reader(shipped) == parsed and hash(shipped) == hash(parsed)
+
+
+def test_threads_reading_one_deferred_manifest_all_see_it_whole() -> None:
+    """Threads that read fields of the same deferred manifests at once (one completing it
+    while another finds a field still unset) each get the field, never an AttributeError."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        errors: list[str] = []
+        for _ in range(60):
+            shipped = _data.read(_catalog.builtin_root(), check_digest=False) or []
+            start = threading.Barrier(4)
+
+            def read(manifests: list[Manifest] = shipped, gate: threading.Barrier = start
+                     ) -> None:
+                gate.wait()
+                try:
+                    for manifest in manifests:
+                        _ = (manifest.fingerprints, manifest.requires, manifest.folder)
+                except AttributeError as exc:
+                    errors.append(repr(exc))
+
+            threads = [threading.Thread(target=read) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        assert errors == []
+    finally:
+        sys.setswitchinterval(interval)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "extended", "edited", "no-sizes"])
