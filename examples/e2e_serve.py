@@ -727,6 +727,7 @@ def speed(key: str, cmd: list[str], model: Path, out: Path, env: dict[str, str],
         smi.terminate()
         smi.wait(10)
     if trace:
+        result["trace_windows"] = windows
         result["trace"] = e2e_trace.summarize(e2e_trace.read_steps(folder), windows,
                                               e2e_trace.read_smi(folder / "smi.csv"))
     return finish(server, reports, result)

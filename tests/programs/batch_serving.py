@@ -39,10 +39,11 @@ def forward_batch(mr, mode, lens, **fields):
     """A ForwardBatch of ``len(lens)`` requests (request ``i`` in row ``i`` of the runner's
     request table) with ``fields`` set; the CPU copies of the sequence lengths derived."""
     import torch
-    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch
-    fb = with_defaults(ForwardBatch)
+    from sglang.srt.model_executor import forward_batch_info as fbi
+    fb = with_defaults(fbi.ForwardBatch)
     fb.forward_mode, fb.batch_size, fb.return_logprob = mode, len(lens), False
-    fb.capture_hidden_mode = CaptureHiddenMode.NULL
+    if hasattr(fbi, "CaptureHiddenMode"):  # from 0.4.1
+        fb.capture_hidden_mode = fbi.CaptureHiddenMode.NULL
     fb.req_to_token_pool, fb.token_to_kv_pool = mr.req_to_token_pool, mr.token_to_kv_pool
     fb.attn_backend, fb.req_pool_indices = mr.attn_backend, torch.arange(len(lens))
     for k, v in fields.items():

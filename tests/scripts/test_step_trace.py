@@ -140,3 +140,24 @@ def test_the_table_has_a_row_per_server_and_batch(trace: ModuleType) -> None:
     assert len(lines) == 4 and lines[2].startswith("| speed-a#1 | 8 | 12 | 2 (1) |")
     assert lines[2].endswith("| host |") and lines[3].startswith("| speed-a#1 | 32 | 0 |")
     assert all(line.count("|") == lines[0].count("|") for line in lines)
+
+
+def test_the_timed_runs_are_found_from_the_rows(trace: ModuleType) -> None:
+    """Per batch size: warm-up runs first, then the timed ones; only the last ``reps`` runs
+    count, a short run (prefill-sized) is no run, and a pause splits two runs."""
+    steady = [(1.0, 0.9, 1.0, 0.0)] * 40
+    rows = (_rows(steady, start=100.0) + _rows(steady, start=101.0)      # batch 8 warm-ups
+            + _rows(steady, batch=1, start=102.0)                        # batch 1 warm-up
+            + _rows(steady, start=103.0) + _rows(steady, start=104.0)    # batch 8 timed
+            + _rows([(1.0, 0.9, 1.0, 0.0)] * 3, start=105.0)            # too short
+            + _rows(steady, batch=1, start=106.0))                       # batch 1 timed
+    got = trace.windows_from_rows(rows, reps=2)
+    assert [(b, round(s, 3)) for b, s, _ in got] == [(1, 102.0), (8, 103.0), (8, 104.0),
+                                                      (1, 106.0)]
+    assert all(round(e - s, 3) == 0.04 for _, s, e in got)  # 41 calls, 40 steps of 1 ms
+
+
+def test_host_regimes_run_length_the_hosts_fast_and_slow_steps(trace: ModuleType) -> None:
+    steps = [{"host_ms": x} for x in (0.3, 0.3, 0.6, 0.5, 0.3, None)]
+    assert trace.regimes(steps, 0.44) == "f2 s2 f2"
+    assert trace.regimes([], 0.44) == ""
