@@ -15,7 +15,19 @@ part carries the slow steps' extra time:
 * ``gpu``: the forward work itself took longer on the GPU (its clock is the next
   question);
 * ``host``: the GPU waited for the host (the gap grew); ``cpu_ms`` then says whether the
-  scheduler thread was busy for that time or not running.
+  scheduler thread was busy for that time or not running (a CUDA synchronisation spins, so
+  waiting on the GPU counts as busy too).
+
+``host_ms`` is the time the scheduler spent inside the forward call on the host (inputs
+prepared, graph replay enqueued).  It is the part that varies between servers of one stack
+(2026-12-05, H200: 0.37-0.66 ms for the same code), and it decides whether a step is bound by
+the GPU (gap ~0.02 ms) or by the host.  ``gpu_ms`` counts from the call's start on the GPU,
+so where the host is slower than the GPU it includes the GPU waiting for the rest of the
+call's work: compare the stacks' GPU time on servers whose host kept up.
+
+Run as a script on a trace folder (``python examples/_e2e_trace.py FOLDER --reps N``) it
+prints the summary again, with the timed runs found from the rows themselves (runs older
+than the ``trace_windows`` that ``e2e_serve.py`` now saves).
 """
 
 from __future__ import annotations
@@ -32,7 +44,7 @@ SMI_FIELDS = ("timestamp", "clocks.sm", "clocks.mem", "power.draw", "temperature
               "utilization.gpu", "clocks_event_reasons.active")
 """What ``nvidia-smi`` samples; the last one is named ``clocks_throttle_reasons.active``
 by drivers before 535, so :func:`smi_command` has a shorter fallback."""
-PARTS = ("step_ms", "gpu_ms", "gap_ms", "cpu_ms", "gc_ms", "sm_mhz", "power_w")
+PARTS = ("step_ms", "gpu_ms", "gap_ms", "host_ms", "cpu_ms", "gc_ms", "sm_mhz", "power_w")
 """What :func:`summarize` compares between slow and other steps."""
 
 
@@ -68,7 +80,7 @@ def read_steps(folder: Path) -> list[list[Any]]:
                 row = json.loads(line)
             except ValueError:
                 continue  # a line cut short when the server was stopped
-            if isinstance(row, list) and len(row) == 8:
+            if isinstance(row, list) and len(row) in (8, 9):  # 8: before the core was kept
                 rows.append(row)
         if sum(r[5] for r in rows) > sum(r[5] for r in best):
             best = rows
@@ -111,11 +123,12 @@ def step_parts(rows: list[list[Any]], batch: int, begin: float, end: float,
     for here, after in itertools.pairwise(calls):
         sample = _nearest(smi, here[0])
         steps.append({"step_ms": 1e3 * (after[0] - here[0]),
-                      "gpu_ms": here[6], "gap_ms": after[7],
+                      "gpu_ms": here[6], "gap_ms": after[7], "host_ms": here[1],
                       "cpu_ms": 1e3 * (after[2] - here[2]),
                       "gc_ms": 1e3 * (after[3] - here[3]),
                       "sm_mhz": sample[0] if sample else None,
-                      "power_w": sample[1] if sample else None})
+                      "power_w": sample[1] if sample else None,
+                      "core": here[8] if len(here) > 8 else None})
     return steps
 
 
@@ -163,8 +176,19 @@ def summarize(rows: list[list[Any]], windows: list[tuple[int, float, float]],
                    "other": {p: _median(other, p) for p in PARTS}}
         out[str(batch)] = {"steps": len(steps), "slow_steps": len(slow),
                            "stretches": sum(_stretches(f) for f in flags), **medians,
-                           "verdict": verdict(medians["slow"], medians["other"])}
+                           "verdict": verdict(medians["slow"], medians["other"]),
+                           "cores": {"slow": _cores(slow), "other": _cores(other)}}
     return out
+
+
+def _cores(steps: list[Step]) -> dict[str, int]:
+    """How many of ``steps`` the scheduler started on each CPU (traces that kept it)."""
+    out: dict[str, int] = {}
+    for step in steps:
+        if step.get("core") is not None:
+            key = str(int(step["core"] or 0))
+            out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def _ms(step: Step) -> float:
@@ -192,3 +216,61 @@ def table(servers: dict[str, dict[str, Any]]) -> list[str]:
             lines.append(f"| {name} | {batch} | {got['steps']} | {got['slow_steps']}"
                          f" ({got['stretches']}) | {parts} | {got['verdict']} |")
     return lines
+
+
+def windows_from_rows(rows: list[list[Any]], reps: int, idle_s: float = 0.05,
+                      min_calls: int = 32) -> list[tuple[int, float, float]]:
+    """The timed runs, found from the rows alone: per batch size, runs of decode calls no
+    more than ``idle_s`` apart and at least ``min_calls`` long; the last ``reps`` of each
+    batch size (``e2e_serve.py`` warms every batch size up before it times any)."""
+    runs: dict[int, list[list[list[Any]]]] = {}
+    for row in (r for r in rows if r[5] == 1):
+        batch_runs = runs.setdefault(row[4], [])
+        if batch_runs and row[0] - batch_runs[-1][-1][0] <= idle_s:
+            batch_runs[-1].append(row)
+        else:
+            batch_runs.append([row])
+    out = []
+    for batch, found in runs.items():
+        long = [run for run in found if len(run) >= min_calls]
+        out += [(batch, run[0][0], run[-1][0]) for run in long[-reps:]]
+    return sorted(out, key=lambda w: w[1])
+
+
+def regimes(steps: list[Step], limit_ms: float) -> str:
+    """The steps' host time as runs of fast (``f``, below ``limit_ms``) and slow (``s``)
+    steps, e.g. ``s25 f36 s1``: whether a server's host was slow for a stretch or for its
+    whole life."""
+    out: list[str] = []
+    for flag in (("f" if (s["host_ms"] or 0.0) < limit_ms else "s") for s in steps):
+        if out and out[-1][0] == flag:
+            out[-1] = f"{flag}{int(out[-1][1:]) + 1}"
+        else:
+            out.append(f"{flag}1")
+    return " ".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="summarise a --step-trace folder")
+    parser.add_argument("folder", type=Path, nargs="+")
+    parser.add_argument("--reps", type=int, default=2, help="timed runs per batch size")
+    parser.add_argument("--host-limit", type=float, default=0.44,
+                        help="host ms inside the forward call above which a step is 'slow host'")
+    args = parser.parse_args(argv)
+    for folder in args.folder:
+        rows, smi = read_steps(folder), read_smi(folder / "smi.csv")
+        windows = windows_from_rows(rows, args.reps)
+        got = summarize(rows, windows, smi)
+        for batch, *_ in windows:
+            steps = [s for b, begin, end in windows if b == batch
+                     for s in step_parts(rows, b, begin, end, smi)]
+            got[str(batch)]["all"] = {p: _median(steps, p) for p in PARTS}
+            got[str(batch)]["host_regimes"] = regimes(steps, args.host_limit)
+        print(json.dumps({folder.name: got}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -653,6 +653,13 @@ def correctness(jobs: list[dict[str, Any]], out: Path, eos: str) -> dict[str, di
     return results
 
 
+def pinned(cmd: list[str], cpus: str) -> list[str]:
+    """``cmd`` under ``taskset -c CPUS`` (every process the server starts inherits it), or
+    as it is: the same cores for every server take the operating system's placement of the
+    scheduler out of a comparison of two stacks."""
+    return ["taskset", "-c", cpus, *cmd] if cpus else cmd
+
+
 def trace_env(env: dict[str, str], folder: Path) -> dict[str, str]:
     """``env`` with the step trace on, written into ``folder``."""
     path = env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
@@ -727,6 +734,7 @@ def speed(key: str, cmd: list[str], model: Path, out: Path, env: dict[str, str],
         smi.terminate()
         smi.wait(10)
     if trace:
+        result["trace_windows"] = windows
         result["trace"] = e2e_trace.summarize(e2e_trace.read_steps(folder), windows,
                                               e2e_trace.read_smi(folder / "smi.csv"))
     return finish(server, reports, result)
@@ -791,6 +799,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cuda-graphs", action="store_true",
                         help="speed runs with sglang's decode CUDA graphs (up to the largest"
                              " batch)")
+    parser.add_argument("--pin-cpus", default="", metavar="LIST",
+                        help="speed runs: start each server under `taskset -c LIST`"
+                             " (e.g. 0-7), the same cores for every server")
     parser.add_argument("--step-trace", action="store_true",
                         help="speed runs: per-step GPU time, GPU idle gap, scheduler CPU and"
                              " GC time and SM clock, slow steps against the others"
@@ -994,7 +1005,7 @@ def main(argv: list[str] | None = None) -> int:
         if tier == "torch":
             env["SGLANG_SHIMS_KERNEL_BACKEND"] = "torch"
         model = assets["models"].get(f"{name}-speed", assets["models"][name])
-        run = speed(key, plain, model, args.out, env,
+        run = speed(key, pinned(plain, args.pin_cpus), model, args.out, env,
                     server_flags(args.attention_backend, args.cuda_graphs, sglang,
                                  max_bs=max(batches), speed_log=True) + tp_flags(args.tp),
                     prompts, batches, args.decode, args.reps, args.long_prompt,

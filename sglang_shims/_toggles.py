@@ -102,8 +102,8 @@ class Toggles:
         """Return (enabled, which setting decided it) for one patch."""
         if self.all_off:
             return False, "SGLANG_SHIMS=0"
-        var = patch_var(patch_id)
-        if var in self.per_patch:
+        var = patch_var(patch_id) if self.per_patch else None  # none set: the usual case
+        if var is not None and var in self.per_patch:
             on = self.per_patch[var]
             return on, f"{var}={int(on)}"
         key = patch_id.lower()
@@ -121,7 +121,7 @@ class Toggles:
         nearest known name.
         """
         known = {i.lower() for i in known_ids}
-        known_vars = {patch_var(i) for i in known_ids}
+        known_vars = {patch_var(i) for i in known_ids} if self.per_patch else set()
         out: list[str] = []
         for var_name, ids in (("SGLANG_SHIMS_DISABLE", self.disable),
                               ("SGLANG_SHIMS_ENABLE", self.enable)):

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: the package beside this folder
     sys.path.insert(0, str(REPO))
 
-from sglang_shims.catalog.manifest import load_text  # noqa: E402
+from sglang_shims.catalog.validate import load_text  # noqa: E402
 from sglang_shims.kernels.surface import symbols  # noqa: E402
 from sglang_shims.kernels.surface.exports import surfaces  # noqa: E402
 from sglang_shims.testing import wheels  # noqa: E402

@@ -11,7 +11,7 @@ slower, on servers of either stack, and the scheduler's log line cannot say whet
 GPU took longer (clocks, a slower kernel) or the host did (Python work, the thread not
 running).  Per forward call, one line of ``steps-<pid>.jsonl``:
 
-``[t0, host_ms, cpu_s, gc_s, batch, decode, gpu_ms, gap_ms]``
+``[t0, host_ms, cpu_s, gc_s, batch, decode, gpu_ms, gap_ms, core]``
 
 * ``t0``: wall time (``time.time()``) at the call; ``host_ms``: how long the call took on
   the host (a graph replay is only enqueued);
@@ -20,7 +20,9 @@ running).  Per forward call, one line of ``steps-<pid>.jsonl``:
 * ``batch``, ``decode`` (1 or 0): the forward batch;
 * ``gpu_ms``: CUDA events before and after the call on the current stream: the GPU time
   of the step's work; ``gap_ms``: from the previous call's end event to this one's start
-  (the GPU waiting for the host).  ``null`` without CUDA.
+  (the GPU waiting for the host).  ``null`` without CUDA;
+* ``core``: the CPU the scheduler thread ran on at the call (``sched_getcpu``; -1 where libc
+  has none): whether a slow host stretch follows a core.
 
 Cost: two event records, a query and one short write per step, the same on both stacks.
 A line is written once its end event has completed, checked at the next call: the last
@@ -55,6 +57,16 @@ def _on_gc(phase: str, _info: dict[str, Any]) -> None:
         _State.gc_began = 0.0
 
 
+def _core_reader() -> Any:
+    """``sched_getcpu`` from libc (a vDSO call, well under a microsecond), or a stand-in."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None).sched_getcpu
+    except (OSError, AttributeError):
+        return lambda: -1
+
+
 def _wrap(module: Any, folder: str) -> None:
     cls = getattr(module, "ModelRunner", None)
     inner = getattr(cls, "forward", None)
@@ -65,6 +77,7 @@ def _wrap(module: Any, folder: str) -> None:
     import torch
 
     cuda = torch.cuda.is_available()
+    core = _core_reader()
     path = os.path.join(folder, f"steps-{os.getpid()}.jsonl")
     pending: deque[tuple[Any, Any, list[Any]]] = deque()
     last_end: list[Any] = [None]
@@ -74,12 +87,12 @@ def _wrap(module: Any, folder: str) -> None:
         while pending and (pending[0][1] is None or pending[0][1].query()):
             start, end, row = pending.popleft()
             if end is not None:
-                row.append(round(start.elapsed_time(end), 4))
                 prev = last_end[0]
-                row.append(round(prev.elapsed_time(start), 4) if prev is not None else None)
+                row[6:6] = [round(start.elapsed_time(end), 4),
+                            round(prev.elapsed_time(start), 4) if prev is not None else None]
                 last_end[0] = end
             else:
-                row += [None, None]
+                row[6:6] = [None, None]
             sink.write(json.dumps(row) + "\n")
         sink.flush()
 
@@ -100,7 +113,7 @@ def _wrap(module: Any, folder: str) -> None:
         pending.append((start, end, [round(t0, 6), round(1e3 * (time.time() - t0), 4),
                                      round(cpu, 6), round(collected, 6),
                                      int(getattr(forward_batch, "batch_size", 0) or 0),
-                                     decode]))
+                                     decode, int(core())]))
         drain(sink)
         return out
 

@@ -7,7 +7,7 @@ TOML files, so this module renders, from the validated built-in manifests:
   ``OFF_BY_DEFAULT``, ``REQUIRED``, ``STAND_INS``;
 * the watched roots inside ``_activation/_sglang_shims_start.py`` (between its BEGIN/END
   markers): the top-level packages whose first import wakes the bootstrap;
-* ``catalog/catalog.json``: every built-in manifest, read by the engine when it wakes;
+* ``catalog/catalog.jsonl``: every built-in manifest, read by the engine when it wakes;
 * ``patches/manifest.schema.json``: the manifest's JSON Schema, for editors (:mod:`.schema`);
 * ``_activation/sglang_shims.pth``: a comment line and the line ``import
   _sglang_shims_start``, which is all that ``site`` compiles at every start;
@@ -135,7 +135,7 @@ def expected(catalog: _catalog.Catalog) -> dict[Path, str]:
     return {
         BOOTSTRAP: _splice(BOOTSTRAP, BEGIN, END, render_table(catalog)),
         START_MODULE: _splice(START_MODULE, ROOTS_BEGIN, ROOTS_END, render_roots(roots)),
-        _data.CATALOG_JSON: _data.render(builtin, _catalog.builtin_root()),
+        _data.CATALOG: _data.render(builtin, _catalog.builtin_root()),
         _schema.path(_catalog.builtin_root()): _schema.render(),
         PTH: pth_text(roots),
         START: START_ENTRY,

@@ -8,10 +8,10 @@ several keys (exactly one of, at least one of, one needs another).  :func:`read`
 parsed TOML table against it; the schema is written from the same objects, so the editor
 and ``sglang-shims check`` can never disagree on what a field is.  What a table cannot say
 (a PEP 440 specifier that parses, an id equal to its folder's name) stays in code, in
-:func:`sglang_shims.catalog.manifest.parse`.
+:func:`sglang_shims.catalog.validate.parse`.
 
 Frozen dataclasses: this module is imported only when a manifest is parsed from TOML (the
-CLI, ``SGLANG_SHIMS_PATH`` folders), never when a process wakes from ``catalog.json``, so
+CLI, ``SGLANG_SHIMS_PATH`` folders), never when a process wakes from ``catalog.jsonl``, so
 what ``dataclasses`` costs at import is never paid on the way to serving.
 """
 
@@ -36,7 +36,7 @@ _PYTHON_TYPE: dict[str, type] = {STRING: str, STRINGS: list, TABLE: dict, TABLES
 
 class TableError(ValueError):
     """A table that does not follow its description; the message names where and the field
-    (:func:`sglang_shims.catalog.manifest.parse` passes it on as a ``ManifestError``)."""
+    (:func:`sglang_shims.catalog.validate.parse` passes it on as a ``ManifestError``)."""
 
 
 def fail(where: str, message: str) -> TableError:

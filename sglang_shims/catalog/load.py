@@ -5,7 +5,9 @@ with ``importlib.resources``; in a source checkout (and an editable install) the
 live in ``patches/`` beside the package.  Extra folders named by
 ``SGLANG_SHIMS_PATH`` are refused when another user could have written them --
 loading one runs its code in every sglang process.  Nothing is ever loaded from the
-current directory unless it is named explicitly.
+current directory unless it is named explicitly.  The checks (:mod:`sglang_shims._trust`)
+are imported where such a folder or file is read: a process that reads only the built-in
+catalog never loads them.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .. import _trust
 from . import data as _data
-from .manifest import Manifest, ManifestError, load_text
+from .manifest import Manifest, ManifestError
 
 MANIFEST = "manifest.toml"
+PACKAGE = _data.PACKAGE
 
 
 class Catalog:
@@ -50,7 +52,7 @@ def builtin_root(warnings: list[str] | None = None) -> Path:
     frozen or zipped install) importlib.resources is asked; if it fails (it has, in frozen
     or damaged installs), the folder next to this file is used and the failure is reported.
     """
-    here = Path(__file__).resolve().parents[1]  # the sglang_shims package
+    here = PACKAGE
     if (here / "patches").is_dir():
         return here / "patches"
     try:
@@ -76,6 +78,8 @@ def unsafe_reason(folder: Path) -> str | None:
     The folder and every folder above it are judged (:func:`sglang_shims._trust.chain_problem`):
     anyone who can write or rename one of them could have written the patches.
     """
+    from .. import _trust
+
     return _trust.chain_problem(folder)
 
 
@@ -121,6 +125,8 @@ def extra_problem(folder: Path, code: str | None) -> str | None:
     """Why a patch folder from ``SGLANG_SHIMS_PATH`` may not run: the folder, its manifest
     and its code file must each be a real entry (no link), owned by you or root and
     writable by nobody else, and ``code`` must name a file inside the folder."""
+    from .. import _trust
+
     problem = _trust.entry_problem(folder, folder=True) or _trust.entry_problem(
         folder / MANIFEST, folder=False)
     if problem or code is None:
@@ -131,6 +137,8 @@ def extra_problem(folder: Path, code: str | None) -> str | None:
 def _read_extra_manifest(folder: Path) -> str:
     """The manifest's text, read without following a link, from a file only you or root
     could have written (raises :class:`sglang_shims._trust.NotPrivate` otherwise)."""
+    from .. import _trust
+
     return _trust.read_file(folder / MANIFEST, root_too=True).decode("utf-8")
 
 
@@ -179,7 +187,7 @@ def load(extra_path: str | None = None, include_builtin: bool = True,
          toml: bool = False) -> Catalog:
     """Read every manifest; a broken one is recorded in ``errors``, never raised.
 
-    The built-in patches come from the generated ``catalog.json`` unless ``toml`` (what
+    The built-in patches come from the generated ``catalog.jsonl`` unless ``toml`` (what
     ``codegen`` does) or the JSON cannot be used: then their TOML is parsed as well.
     """
     catalog = Catalog()
@@ -187,22 +195,35 @@ def load(extra_path: str | None = None, include_builtin: bool = True,
     seen: dict[str, str] = {}
     if include_builtin:
         root = builtin_root(catalog.warnings)
-        checkout = not root.is_relative_to(Path(__file__).resolve().parents[1])
+        checkout = not root.is_relative_to(PACKAGE)
         shipped = None if toml else _data.read(root, check_digest=checkout)
         if shipped is None:
             if not toml and not checkout:
                 from .._bootstrap import remedy
 
                 catalog.warnings.append(
-                    f"the built-in catalog {_data.CATALOG_JSON} cannot be read; the manifests"
+                    f"the built-in catalog {_data.CATALOG} cannot be read; the manifests"
                     f" are read instead. To fix it, {remedy()}")
             sources.append((root, "builtin"))
         else:
             catalog.manifests += shipped
-            seen.update((m.id, str(m.folder)) for m in shipped)
+            # each one's folder, as a string: reading ``m.folder`` would parse every patch
+            seen.update((m.id, f"{root}{os.sep}{m.id}") for m in shipped)
     roots, refused = extra_roots(extra_path)
     catalog.warnings += _at_most(refused, 3, "SGLANG_SHIMS_PATH entries refused")
     sources.extend((root, str(root)) for root in roots)
+    if sources:
+        _read_folders(catalog, sources, seen)
+    return catalog
+
+
+def _read_folders(catalog: Catalog, sources: list[tuple[Path, str]], seen: dict[str, str]
+                  ) -> None:
+    """Parse the manifests of ``sources`` (root, source) into ``catalog``: the built-ins of a
+    checkout whose JSON is stale or unreadable, and ``SGLANG_SHIMS_PATH`` folders."""
+    from .. import _trust
+    from .validate import load_text
+
     for root, source in sources:
         for folder in _patch_folders(root):
             where = str(folder / MANIFEST)
@@ -242,7 +263,6 @@ def load(extra_path: str | None = None, include_builtin: bool = True,
                 continue
             seen[manifest.id] = str(folder)
             catalog.manifests.append(manifest)
-    return catalog
 
 
 def load_code(manifest: Manifest) -> ModuleType:
@@ -261,6 +281,8 @@ def load_code(manifest: Manifest) -> ModuleType:
     # without following links), not from a second read of the path by the loader.
     verified = None
     if manifest.source != "builtin":
+        from .. import _trust
+
         try:
             verified = _trust.read_file(path, root_too=True)
         except OSError as exc:

@@ -2,7 +2,7 @@
 
 Only people read it (``sglang-shims explain``, ``docs/patches.md``), so a built-in patch
 keeps it in ``patches/<id>/README.md`` -- which GitHub shows beside the folder's files --
-and not in its manifest, whose data every waking process reads from ``catalog.json``.
+and not in its manifest, whose data every waking process reads from ``catalog.jsonl``.
 A manifest may still carry ``changes`` and ``[range] established`` (a patch folder on
 ``SGLANG_SHIMS_PATH`` without a README); the README's section wins when it has text.
 

@@ -22,10 +22,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .. import _bootstrap, _toggles
-from .._errors import ShimImportError
 from ..catalog import load
 from ..catalog.manifest import Manifest, Provide
-from . import observe, standin
+from . import standin
 from .gates import Environment
 from .judge import WOULD_APPLY, Assessment, assess
 from .record import Record, State, role, summary
@@ -35,6 +34,8 @@ if TYPE_CHECKING:
     # a process where no patch acts never imports them.
     from .journal import PatchContext
     from .proxy import OptionalSymbol
+# For the same reason the public errors (raised only to stop an import) and observe (read by
+# status() and the report, not while waking or judging) are imported where they are used.
 
 _LOG_LEVEL = {State.APPLIED: "info", State.FAILED: "warning", State.DRIFTED: "warning"}
 """How loud each new state is logged; every other state at debug."""
@@ -163,6 +164,8 @@ class Engine:
 
     def observed(self) -> dict[str, Record]:
         """The records, checked against the modules as they are now (:func:`observe.seen`)."""
+        from . import observe
+
         with self.lock:
             return {patch_id: observe.seen(record, sys.modules.get(record.target),
                                            self.patched.get(patch_id),
@@ -208,6 +211,8 @@ class Engine:
         if self.toggles.strict and self.catalog.errors and not self.invalid_reported:
             self.invalid_reported = True
             problems = "; ".join(self.catalog.errors.values())
+            from .._errors import ShimImportError
+
             raise ShimImportError(f"sglang-shims: strict mode and a patch could not be loaded:"
                                   f" {problems}")
         hook = self.on_import.get(name) if phase == "after" else None
@@ -386,6 +391,8 @@ class Engine:
             bad = True
         if bad:
             why = "strict mode (SGLANG_SHIMS_STRICT=1)" if strict else "it is required"
+            from .._errors import ShimImportError
+
             raise ShimImportError(
                 f"sglang-shims: patch {manifest.id!r} is {record.state}: {record.reason}."
                 f" Importing {manifest.target} is stopped because of {why};"

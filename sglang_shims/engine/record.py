@@ -47,11 +47,13 @@ class Record:
     at every wake-up, for methods the engine does not need.
     """
 
-    __slots__ = FIELDS = ("id", "state", "reason", "summary", "target", "when", "policy",
-                          "source", "late", "changes", "notes", "gates", "proxies", "details",
-                          "at", "judge_ms")
+    FIELDS = ("id", "state", "reason", "summary", "target", "when", "policy", "source", "late",
+              "changes", "notes", "gates", "proxies", "details", "at", "judge_ms")
+    # ``state`` is a property over ``_state``: every other field is a plain slot, assigned
+    # at C speed (a waking engine makes one record per patch)
+    __slots__ = tuple(f if f != "state" else "_state" for f in FIELDS)
+    _state: State
     id: str
-    state: State
     reason: str
     summary: str
     target: str
@@ -83,9 +85,14 @@ class Record:
         self.proxies = {} if proxies is None else proxies
         self.details = {} if details is None else details
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @state.setter
+    def state(self, value: State | str) -> None:
         # every assignment of a state, literal or member, ends as a State
-        object.__setattr__(self, name, State(value) if name == "state" else value)
+        self._state = State(value)
 
     def __repr__(self) -> str:
         return f"Record({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"

@@ -16,7 +16,6 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .. import _toggles
-from .._errors import ShimImportError
 from ..catalog import load
 from .judge import WOULD_APPLY
 from .record import State
@@ -109,6 +108,8 @@ def provide(engine: Engine, name: str, module: ModuleType) -> None:
             raise
         engine.log.debug("%s failed:", manifest.id, exc_info=True)
         engine.set_state(manifest, State.FAILED, f"provide() raised {type(exc).__name__}: {exc}")
+        from .._errors import ShimImportError
+
         raise ShimImportError(
             f"sglang-shims: patch {manifest.id!r} could not stand in for {name}"
             f" ({reason}): {type(exc).__name__}: {exc}") from exc

@@ -37,7 +37,7 @@ from types import ModuleType
 
 from .. import _bootstrap, _toggles
 from ..catalog import load
-from ..catalog.manifest import load_text
+from ..catalog.validate import load_text
 from ..engine.core import Engine
 from ..engine.gates import Environment
 from ..engine.record import Record

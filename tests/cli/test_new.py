@@ -13,7 +13,8 @@ import pytest
 
 from sglang_shims.catalog import load as _catalog
 from sglang_shims.catalog import schema
-from sglang_shims.catalog.manifest import ManifestError, load_text
+from sglang_shims.catalog.manifest import ManifestError
+from sglang_shims.catalog.validate import load_text
 from sglang_shims.cli import main
 from sglang_shims.testing.inprocess import ShimPatch
 

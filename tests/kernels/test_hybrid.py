@@ -26,7 +26,7 @@ import pytest
 from packaging.version import Version
 
 from sglang_shims import kernels as K
-from sglang_shims.catalog.manifest import load_text
+from sglang_shims.catalog.validate import load_text
 from sglang_shims.engine import journal
 from sglang_shims.engine.gates import Environment
 from sglang_shims.engine.journal import PatchContext

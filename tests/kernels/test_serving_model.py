@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from sglang_shims.catalog.manifest import load_text
+from sglang_shims.catalog.validate import load_text
 from sglang_shims.engine import journal
 from sglang_shims.engine.gates import Environment
 from sglang_shims.engine.journal import PatchContext
@@ -391,7 +391,7 @@ def test_waiting_for_model_config_imports_nothing() -> None:
     op tables nor wrapt, and only one finder waits on sys.meta_path."""
     code = textwrap.dedent("""
         import json, sys, types
-        from sglang_shims.catalog.manifest import load_text
+        from sglang_shims.catalog.validate import load_text
         from sglang_shims.engine.journal import PatchContext
         manifest = load_text(TEXT, "t")
         ctx = PatchContext(manifest, types.ModuleType("demo_kernel"))

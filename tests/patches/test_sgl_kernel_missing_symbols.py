@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from sglang_shims.catalog.manifest import load_text
+from sglang_shims.catalog.validate import load_text
 from sglang_shims.engine import journal
 from sglang_shims.engine.gates import Environment
 from sglang_shims.engine.journal import PatchContext, Retired

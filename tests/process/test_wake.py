@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_shims.catalog.manifest import load_text
+from sglang_shims.catalog.validate import load_text
 
 from ..support.packages import manifest_text, write_package
 from ..support.programs import program
@@ -40,14 +40,14 @@ def copy_package(root: Path) -> Path:
 
 
 def test_json_catalog_wakes_without_validation_or_dataclasses() -> None:
-    """Reading the built-in catalog and judging every patch compiles no validation pattern
-    and imports neither dataclasses, tomllib nor packaging (before: the manifests were five
-    frozen dataclasses, about 3 ms to create in every sglang process)."""
+    """Reading the built-in catalog and judging every patch loads no validator, compiles no
+    validation pattern and imports neither dataclasses, tomllib nor packaging (before: the
+    manifests were five frozen dataclasses, about 3 ms to create in every sglang process)."""
     out = run_python("""
         import json, sys
         from sglang_shims import _bootstrap
         from sglang_shims._toggles import Toggles
-        from sglang_shims.catalog import data, load, manifest
+        from sglang_shims.catalog import data, load
         from sglang_shims.engine import Engine
         from sglang_shims.engine.gates import Environment
 
@@ -55,7 +55,7 @@ def test_json_catalog_wakes_without_validation_or_dataclasses() -> None:
         engine = Engine(_bootstrap.Boot(), load.Catalog(shipped), Toggles({}), Environment())
         for m in engine.manifests.values():
             engine.judge(m, True, "test")
-        unvalidated = manifest._TABLE is None and (
+        unvalidated = "sglang_shims.catalog.validate" not in sys.modules and (
             "sglang_shims.catalog.fields" not in sys.modules
             or not sys.modules["sglang_shims.catalog.fields"]._compiled)
         print(json.dumps([len(shipped), unvalidated,

@@ -29,7 +29,7 @@ def cpu_pools(call, requests, context, slots, dtype, kv_heads, head_dim, layers)
     ``call`` is the program's own (it gives each release the keywords it takes)."""
     from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
     requests_pool = call(ReqToTokenPool, size=requests, max_context_len=context, device="cpu",
-                         enable_memory_saver=False)
+                         enable_memory_saver=False, use_records=False)  # use_records: 0.4.0-0.4.1
     kv_pool = call(MHATokenToKVPool, size=slots, page_size=1, dtype=dtype, head_num=kv_heads,
                    head_dim=head_dim, layer_num=layers, device="cpu", enable_memory_saver=False)
     return requests_pool, kv_pool
@@ -39,10 +39,11 @@ def forward_batch(mr, mode, lens, **fields):
     """A ForwardBatch of ``len(lens)`` requests (request ``i`` in row ``i`` of the runner's
     request table) with ``fields`` set; the CPU copies of the sequence lengths derived."""
     import torch
-    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch
-    fb = with_defaults(ForwardBatch)
+    from sglang.srt.model_executor import forward_batch_info as fbi
+    fb = with_defaults(fbi.ForwardBatch)
     fb.forward_mode, fb.batch_size, fb.return_logprob = mode, len(lens), False
-    fb.capture_hidden_mode = CaptureHiddenMode.NULL
+    if hasattr(fbi, "CaptureHiddenMode"):  # from 0.4.1
+        fb.capture_hidden_mode = fbi.CaptureHiddenMode.NULL
     fb.req_to_token_pool, fb.token_to_kv_pool = mr.req_to_token_pool, mr.token_to_kv_pool
     fb.attn_backend, fb.req_pool_indices = mr.attn_backend, torch.arange(len(lens))
     for k, v in fields.items():

@@ -30,12 +30,12 @@ from ..support.stacks import locked_overlay
 # (the tf5 patches whose range ends at 0.5.9, the last pure-Python release before the
 # kernel rename); 0.4.6.post5, the 0.4 release reinforcement-learning frameworks pin, stock
 # (triton's removed cache helpers) and with the shims (those helpers, and the fallback
-# standing in for a kernel two torch lines older: the graph imports, the model harness
-# sets up 0.5.x only); with the shims 0.4.0 (vllm's and sglang's triton helpers, the
-# flashinfer check, outlines' airports from airportsdata; no kernel; pinned by such
-# frameworks) and 0.4.5 (the deep_gemm stand-in beside the fallback, the flashinfer check,
-# transformers 4.48's removed attention class: every patch 0.4.4.post1's cell needs but
-# vllm's, which 0.4.0 covers, without installing a second vllm: sglang <= 0.4.4.post1
+# standing in for a kernel two torch lines older); with the shims 0.4.0 (vllm's and
+# sglang's triton helpers, the flashinfer check, outlines' airports from airportsdata; no
+# kernel; pinned by such frameworks; its model check runs on vllm's parallel state) and
+# 0.4.5 (the deep_gemm stand-in beside the fallback, the flashinfer check, transformers
+# 4.48's removed attention class: every patch 0.4.4.post1's cell needs but vllm's, which
+# 0.4.0 covers, without installing a second vllm: sglang <= 0.4.4.post1
 # require vllm, 0.5 GB with ray and xformers).  Small overlays (< 0.6 GB each, vllm 0.6.4's
 # the one large one); about 6 min of CPU on 2 cores.
 CI_SAMPLE = [("0.4.0", "pinned", "shims"), ("0.4.5", "pinned", "shims"),

@@ -613,3 +613,10 @@ def test_render_recombines_a_saved_run(e2e: ModuleType, tmp_path: Path) -> None:
     again = json.loads((tmp_path / "e2e.json").read_text())
     assert again["speed-none-triton"]["batches"]["1"]["server_steady_ms"] == [1.0, 2.0]
     assert "| speed-none-triton | 75.0 [50-100]" in (tmp_path / "e2e.md").read_text()
+
+
+def test_pinning_wraps_the_server_command_only_when_asked(e2e: ModuleType) -> None:
+    cmd = ["python", "-m", "sglang.launch_server"]
+    assert e2e.pinned(cmd, "") == cmd
+    assert e2e.pinned(cmd, "0-7") == ["taskset", "-c", "0-7", *cmd]
+    assert e2e.parse_args(["--pin-cpus", "2,3"]).pin_cpus == "2,3"

@@ -23,6 +23,10 @@ from ..support.run import REPO
 NOT_GENERATED = {
     "docs/real-world.json": "the judged reports: written by people, rendered into a page",
     "benchmarks/results/sweep-decode-h200-2026-12-02.json": "a GPU measurement",
+    "benchmarks/results/e2e-trace-dense-h200-2026-12-05.json": "a GPU measurement (e2e_serve.py"
+    " --render re-renders it)",
+    "benchmarks/results/e2e-trace-fp8-h200-2026-12-05.json": "a GPU measurement (e2e_serve.py"
+    " --render re-renders it)",
 }
 """Data files that are inputs (each with why), not outputs of a generator."""
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ..support.programs import PROGRAMS, write_tree
+from ..support.programs import program, write_tree
 from ..support.run import REPO, SITE_PACKAGES, Result, clean_env
 from ..support.scripts import load_script
 
@@ -30,7 +30,8 @@ def _run_forward(tmp_path: Path, folder: str) -> Result:
     root = write_tree("scripts/step_trace", tmp_path / "tree")
     path = ":".join([str(HOOK), str(root), *SITE_PACKAGES])
     env = clean_env(PYTHONPATH=path, SGLANG_SHIMS="0", SGLANG_STEP_TRACE=folder)
-    proc = subprocess.run([sys.executable, str(PROGRAMS / "scripts/step_trace/forward.py"),
+    # not run_python: that one starts with -S, and only site processing runs a sitecustomize
+    proc = subprocess.run([sys.executable, "-c", program("scripts/step_trace/forward"),
                            str(tmp_path / "out")], env=env, capture_output=True, text=True,
                           timeout=120, check=False, cwd=tmp_path)
     return Result.of(proc)
@@ -47,7 +48,8 @@ def test_the_hook_wraps_forward_and_writes_a_row_per_call(tmp_path: Path) -> Non
     assert out["chained"] == "1"  # the sitecustomize it shadows still ran
     rows = out["rows"]
     assert [(r[4], r[5]) for r in rows] == [(4, 0), (8, 1), (8, 1)]
-    assert all(len(r) == 8 and r[6] is None and r[7] is None for r in rows)  # no CUDA here
+    assert all(len(r) == 9 and r[6] is None and r[7] is None for r in rows)  # no CUDA here
+    assert all(isinstance(r[8], int) and r[8] >= 0 for r in rows)  # the CPU it ran on
     assert rows[0][0] <= rows[1][0] <= rows[2][0]
     assert rows[1][3] > rows[0][3]  # gc.collect() ran between calls 1 and 2
 
@@ -124,6 +126,16 @@ def test_the_sm_clock_is_the_sample_nearest_each_step(trace: ModuleType, tmp_pat
     assert far["other"]["sm_mhz"] is None  # no sample within 0.25 s
 
 
+def test_the_cores_of_slow_and_other_steps_are_counted(trace: ModuleType) -> None:
+    rows = _rows([(1.0, 0.9, 1.0, 0.0)] * 10 + [(3.0, 0.9, 3.0, 0.0)] * 2)
+    for i, row in enumerate(rows):
+        row.append(5 if i >= 10 else 2)
+    got = trace.summarize(rows, [(8, 0.0, 1e9)], [])["8"]
+    assert got["cores"] == {"slow": {"5": 2}, "other": {"2": 10}}
+    old = trace.summarize(_rows([(1.0, 0.9, 1.0, 0.0)] * 3), [(8, 0.0, 1e9)], [])["8"]
+    assert old["cores"] == {"slow": {}, "other": {}}  # rows of 8 fields: no core kept
+
+
 def test_the_decode_process_is_read_and_a_cut_line_skipped(trace: ModuleType,
                                                           tmp_path: Path) -> None:
     (tmp_path / "steps-1.jsonl").write_text(json.dumps([1.0, 0.1, 0, 0, 1, 0, None, None])
@@ -140,3 +152,25 @@ def test_the_table_has_a_row_per_server_and_batch(trace: ModuleType) -> None:
     assert len(lines) == 4 and lines[2].startswith("| speed-a#1 | 8 | 12 | 2 (1) |")
     assert lines[2].endswith("| host |") and lines[3].startswith("| speed-a#1 | 32 | 0 |")
     assert all(line.count("|") == lines[0].count("|") for line in lines)
+
+
+def test_the_timed_runs_are_found_from_the_rows(trace: ModuleType) -> None:
+    """Per batch size: warm-up runs first, then the timed ones; only the last ``reps`` runs
+    count, a short run (prefill-sized) is no run, and a pause splits two runs."""
+    steady = [(1.0, 0.9, 1.0, 0.0)] * 40
+    rows = (_rows(steady, start=100.0) + _rows(steady, start=101.0)      # batch 8 warm-ups
+            + _rows(steady, batch=1, start=102.0)                        # batch 1 warm-up
+            + _rows(steady, start=103.0) + _rows(steady, start=104.0)    # batch 8 timed
+            + _rows([(1.0, 0.9, 1.0, 0.0)] * 3, start=105.0)            # too short
+            + _rows(steady, batch=1, start=106.0))                       # batch 1 timed
+    got = trace.windows_from_rows(rows, reps=2)
+    assert [(b, round(s, 3)) for b, s, _ in got] == [(1, 102.0), (8, 103.0), (8, 104.0),
+                                                      (1, 106.0)]
+    assert all(round(e - s, 3) == 0.04 for _, s, e in got)  # 41 calls, 40 steps of 1 ms
+
+
+def test_host_regimes_run_length_the_hosts_fast_and_slow_steps(trace: ModuleType) -> None:
+    steps = [{"host_ms": x} for x in (0.3, 0.3, 0.6, 0.5, 0.3, None)]
+    assert trace.regimes(steps, 0.44) == "f2 s2 f2"
+    assert trace.regimes([], 0.44) == ""
+

@@ -60,7 +60,7 @@ when = "never in tests"
 def demo_manifest(patch_id: str, target: str) -> Manifest:
     """A parsed manifest with one ``[[provide]]`` entry, for a ``PatchContext`` built in
     the test's own process."""
-    from sglang_shims.catalog.manifest import load_text
+    from sglang_shims.catalog.validate import load_text
 
     return load_text(manifest_text(patch_id, target, extra=(
         '[[provide]]\nname = "f"\nexported_by = "x"\nremedy = "y"\n')), "t")

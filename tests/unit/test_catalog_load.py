@@ -21,7 +21,7 @@ def test_an_installed_catalog_that_cannot_be_read_is_said_with_the_remedy(
     monkeypatch.setattr(load, "builtin_root", lambda warnings=None: inside)
     monkeypatch.setattr(data, "read", lambda root, check_digest=False: None)
     (warning,) = load.load(None).warnings
-    assert warning.startswith(f"the built-in catalog {data.CATALOG_JSON} cannot be read;"
+    assert warning.startswith(f"the built-in catalog {data.CATALOG} cannot be read;"
                               " the manifests are read instead. To fix it, ")
 
 

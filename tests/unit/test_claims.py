@@ -8,7 +8,7 @@ import types
 import pytest
 
 from sglang_shims._errors import ConflictError
-from sglang_shims.catalog.manifest import load_text
+from sglang_shims.catalog.validate import load_text
 from sglang_shims.engine import journal
 from sglang_shims.engine.journal import PatchContext
 

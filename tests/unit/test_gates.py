@@ -12,7 +12,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from sglang_shims.catalog.manifest import Gate, load_text
+from sglang_shims.catalog.manifest import Gate
+from sglang_shims.catalog.validate import load_text
 from sglang_shims.engine.gates import (
     Environment,
     check_gate,

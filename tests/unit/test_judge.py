@@ -98,7 +98,7 @@ def test_a_module_still_being_imported_is_not_asked(monkeypatch: pytest.MonkeyPa
 
 def test_retired_says_each_exported_name_it_looked_for() -> None:
     """A retire rule's report line per ``exported`` name, hit or not, then per dist."""
-    from sglang_shims.catalog.manifest import load_text
+    from sglang_shims.catalog.validate import load_text
     from sglang_shims.engine.gates import Environment
     from sglang_shims.engine.judge import retired
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,7 +17,8 @@ from sglang_shims.catalog import codegen as _index
 from sglang_shims.catalog import data as _data
 from sglang_shims.catalog import load as _catalog
 from sglang_shims.catalog import prose
-from sglang_shims.catalog.manifest import ManifestError, load_text, parse
+from sglang_shims.catalog.manifest import Manifest, ManifestError
+from sglang_shims.catalog.validate import load_text, parse
 
 from ..support.packages import manifest_text
 
@@ -98,7 +103,7 @@ class TestShippedPatches:
 
     def test_every_patch_has_evidence_retirement_and_prose(self) -> None:
         """Evidence and a retire rule in the manifest; what the patch changes and how its
-        range was established in its README.md, which only the CLI reads: catalog.json,
+        range was established in its README.md, which only the CLI reads: catalog.jsonl,
         which every waking process parses, carries none of that prose."""
         for m in self.catalog.manifests:
             assert m.evidence and all(e.startswith("https://") for e in m.evidence), m.id
@@ -130,7 +135,7 @@ class TestShippedPatches:
         parsed = sorted(self.catalog.manifests, key=lambda m: m.id)
         root = _catalog.builtin_root()
         shipped = _data.read(root, check_digest=True)
-        assert shipped is not None, "catalog.json is stale: run the codegen"
+        assert shipped is not None, "catalog.jsonl is stale: run the codegen"
         assert [m.id for m in shipped] == [m.id for m in parsed]
         for mine, theirs in zip(shipped, parsed, strict=True):
             assert mine == theirs, mine.id
@@ -148,7 +153,7 @@ class TestShippedPatches:
 
 
 def test_stale_json_in_a_checkout_falls_back_to_toml(tmp_path: Path) -> None:
-    """A source checkout whose catalog.json was not regenerated reads the TOML instead."""
+    """A source checkout whose catalog.jsonl was not regenerated reads the TOML instead."""
     root = tmp_path / "patches"
     folder = root / "demo-patch"
     folder.mkdir(parents=True)
@@ -156,9 +161,97 @@ def test_stale_json_in_a_checkout_falls_back_to_toml(tmp_path: Path) -> None:
     assert _data.read(root, check_digest=True) is None  # made of other manifests
     built = [load_text(VALID, "demo", folder)]
     text = _data.render(built, root)
-    assert json.loads(text)["digest"] == _data.digest(root)
+    assert json.loads(text.split("\n")[0])["digest"] == _data.digest(root)
     (folder / "manifest.toml").write_text(VALID.replace("test patch", "edited patch"))
-    assert json.loads(text)["digest"] != _data.digest(root)
+    assert json.loads(text.split("\n")[0])["digest"] != _data.digest(root)
+
+
+def _rendered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Manifest]:
+    """A one-patch catalog written where :func:`_data.read` looks, and the parsed patch."""
+    root = tmp_path / "patches"
+    (root / "demo-patch").mkdir(parents=True)
+    parsed = load_text(VALID, "demo", root / "demo-patch")
+    path = tmp_path / "catalog.jsonl"
+    path.write_text(_data.render([parsed], root))
+    monkeypatch.setattr(_data, "CATALOG", path)
+    return root, parsed
+
+
+def test_json_lines_parse_a_patch_only_when_read(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the catalog parses every patch's head only; the first other field read
+    parses the rest, and the result is the manifest parsing the TOML gives."""
+    root, parsed = _rendered(tmp_path, monkeypatch)
+    (shipped,) = _data.read(root, check_digest=False) or []
+    assert [getattr(shipped, f) for f in Manifest.HEAD] == [getattr(parsed, f)
+                                                            for f in Manifest.HEAD]
+    rest = getattr(shipped, "_rest", None)
+    assert rest is not None  # nothing else parsed yet
+    assert shipped.requires == parsed.requires
+    assert getattr(shipped, "_rest", None) is None
+    assert shipped == parsed and shipped.folder == parsed.folder
+    assert shipped.test_with == parsed.test_with
+    # a second thread that read a field meanwhile completes it again: no error, no change
+    rest(shipped)
+    shipped.complete({"requires": ()})
+    assert shipped == parsed and shipped.requires == parsed.requires
+    with pytest.raises(AttributeError):
+        shipped.requires = ()  # type: ignore[misc]
+
+
+def test_deferred_manifests_copy_compare_and_pickle_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, parsed = _rendered(tmp_path, monkeypatch)
+    for reader in (copy.deepcopy, lambda m: pickle.loads(pickle.dumps(m)), lambda m: m):
+        (shipped,) = _data.read(root, check_digest=False) or []
+        assert reader(shipped) == parsed and hash(shipped) == hash(parsed)
+
+
+def test_threads_reading_one_deferred_manifest_all_see_it_whole() -> None:
+    """Threads that read fields of the same deferred manifests at once (one completing it
+    while another finds a field still unset) each get the field, never an AttributeError."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        errors: list[str] = []
+        for _ in range(60):
+            shipped = _data.read(_catalog.builtin_root(), check_digest=False) or []
+            start = threading.Barrier(4)
+
+            def read(manifests: list[Manifest] = shipped, gate: threading.Barrier = start
+                     ) -> None:
+                gate.wait()
+                try:
+                    for manifest in manifests:
+                        _ = (manifest.fingerprints, manifest.requires, manifest.folder)
+                except AttributeError as exc:
+                    errors.append(repr(exc))
+
+            threads = [threading.Thread(target=read) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        assert errors == []
+    finally:
+        sys.setswitchinterval(interval)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "extended", "edited", "no-sizes"])
+def test_a_damaged_catalog_is_refused_when_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                damage: str) -> None:
+    """Damage to a line parsed only later is caught when the file is read, as a whole: the
+    TOML is read instead, never a patch left half-read in the middle of judging."""
+    root, _ = _rendered(tmp_path, monkeypatch)
+    path = tmp_path / "catalog.jsonl"
+    first, body, end = path.read_text().split("\n")
+    damaged = {"truncated": f"{first}\n{body[:-7]}",
+               "extended": f"{first}\n{body}\n{{}}\n",
+               "edited": f"{first}\n{body.replace('sglang', 'sglang!')}\n",
+               "no-sizes": f"{first.replace('sizes', 'sides')}\n{body}\n"}[damage]
+    assert end == "" and damaged != path.read_text()
+    path.write_text(damaged)
+    assert _data.read(root, check_digest=False) is None
 
 
 def test_json_round_trip_of_every_field() -> None:
@@ -173,7 +266,7 @@ def test_json_round_trip_of_every_field() -> None:
                        max_size=4))
 def test_any_gate_table_fails_cleanly(table: dict[str, str]) -> None:
     """Arbitrary gate keys and specifiers: parsed, or one ManifestError naming the gate."""
-    from sglang_shims.catalog.manifest import parse_gates
+    from sglang_shims.catalog.validate import parse_gates
 
     try:
         gates = parse_gates(table, "gates")

@@ -11,7 +11,8 @@ import pytest
 
 from sglang_shims.catalog import fields, schema
 from sglang_shims.catalog import load as _catalog
-from sglang_shims.catalog.manifest import ManifestError, load_text, table
+from sglang_shims.catalog.manifest import ManifestError
+from sglang_shims.catalog.validate import load_text, table
 
 from ..support.packages import manifest_text
 from ..support.run import REPO, need

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sglang_shims.catalog import prose
-from sglang_shims.catalog.manifest import load_text
+from sglang_shims.catalog.validate import load_text
 from sglang_shims.cli import main
 
 from ..support.packages import manifest_text, write_patch

@@ -48,7 +48,7 @@ def test_pip_install_activates_and_uninstalls_cleanly(
     assert (venv.site / "_sglang_shims_start.py").is_file()
     assert not (venv.site / "patches").exists()
     assert (venv.site / "sglang_shims/patches/sgl-kernel-fused-marlin-moe/manifest.toml").is_file()
-    # the prose ships beside the manifest (not in catalog.json), and explain reads it there
+    # the prose ships beside the manifest (not in catalog.jsonl), and explain reads it there
     readme = venv.site / "sglang_shims/patches/sgl-kernel-fused-marlin-moe/README.md"
     assert (venv.site / "sglang_shims/patches/manifest.schema.json").is_file()
     shown = venv.run("-m", "sglang_shims", "explain", "sgl-kernel-fused-marlin-moe", "--json")
@@ -222,10 +222,13 @@ def test_damaged_catalog_tells_end_users_what_to_do(
     venv = make_venv()
     pip_install(venv, wheel)
     add_fake_sglang(venv, standin_kernel("0.3.18"))
-    catalog = venv.site / "sglang_shims" / "catalog" / "catalog.json"
-    data = json.loads(catalog.read_text())
-    data["manifests"] = [m for m in data["manifests"] if m["id"] != "tf5-rope-theta-moved"]
-    catalog.write_text(json.dumps(data))
+    catalog = venv.site / "sglang_shims" / "catalog" / "catalog.jsonl"
+    first, *lines = catalog.read_text().split("\n")
+    head = json.loads(first)  # a line of heads, then one line per patch (catalog.data)
+    gone = [h[0] for h in head["heads"]].index("tf5-rope-theta-moved")
+    for column in (head["heads"], head["sizes"], lines):
+        del column[gone]
+    catalog.write_text("\n".join([json.dumps(head), *lines]))
     out = venv.run("-c", IMPORT_AWQ)
     assert out.returncode == 0, out.stderr
     assert out.stderr.count("does not match the built-in patches") == 1, out.stderr

@@ -44,8 +44,8 @@ def assert_start_is_clean(venv: Venv) -> None:
 
 
 def break_manifest(venv: Venv) -> str:
-    # processes read the built-in catalog from catalog.json, the manifests only without it
-    (venv.site / "sglang_shims/catalog/catalog.json").write_text("{")
+    # processes read the built-in catalog from catalog.jsonl, the manifests only without it
+    (venv.site / "sglang_shims/catalog/catalog.jsonl").write_text("{")
     (venv.site / "sglang_shims/patches/sgl-kernel-dist-renamed/manifest.toml").write_text(
         "id = = this is not toml")
     return "patch sgl-kernel-dist-renamed not loaded"

@@ -30,7 +30,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from sglang_shims.catalog.manifest import load_text
+from sglang_shims.catalog.validate import load_text
 from sglang_shims.cli.doctor.checks.arch import loader_key
 from sglang_shims.engine.gates import satisfies
 from sglang_shims.patching.elf import FatbinEntry, arch_names, inspect_library

@@ -175,11 +175,12 @@ def setup():
     import torch
 
     cpu_streams()
-    if not in_release("sglang.srt.layers.dp_attention"):  # before 0.4.1.post7
-        raise HarnessError("no sglang.srt.layers.dp_attention in this release: the harness"
-                           " sets up the distributed state of 0.4.1.post7 and later")
+    # before 0.4.1.post7 there is no DP attention, and the models take their parallel layout
+    # from vllm's distributed state (``from vllm.distributed import ...``): that one is set
+    # up too, the same one-process world
+    legacy = not in_release("sglang.srt.layers.dp_attention")
     from sglang.srt.distributed import parallel_state as ps
-    from sglang.srt.layers import dp_attention
+    dp_attention = None if legacy else importlib.import_module("sglang.srt.layers.dp_attention")
     try:
         SERVER_ARGS.append(server_args())
     except TypeError as exc:  # 0.5.23: ServerArgs has its own __new__
@@ -205,6 +206,9 @@ def setup():
     finally:
         if saved is not None:
             ps.is_cuda_alike = saved
+    if legacy:
+        legacy_vllm_world()
+        return
     get_parallel = getattr(context, "get_parallel", None)
     if get_parallel is not None and hasattr(get_parallel(), "override_permanently"):
         try:
@@ -234,6 +238,21 @@ def setup():
     finally:
         if saved is not None:
             ps.is_cuda_alike = saved
+
+
+def legacy_vllm_world():
+    """vllm's one-process world on the CPU (gloo), for releases whose models read it."""
+    try:
+        vps = importlib.import_module("vllm.distributed.parallel_state")
+    except ImportError as exc:
+        raise HarnessError(f"vllm.distributed: {_first_line(exc)}") from exc
+    try:
+        call(vps.init_distributed_environment, world_size=1, rank=0, local_rank=0,
+             backend="gloo",
+             distributed_init_method="file://" + __import__("tempfile").mkdtemp() + "/store")
+        call(vps.initialize_model_parallel, tensor_model_parallel_size=1, backend="gloo")
+    except (AttributeError, TypeError, ValueError, RuntimeError) as exc:
+        raise HarnessError(f"vllm's parallel state: {_first_line(exc)}") from exc
 
 
 def runner():

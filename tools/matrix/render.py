@@ -299,9 +299,10 @@ CAUSES = [
      "0.4.1.post7-0.4.10.post2 take their parallel layout as arguments of"
      " `initialize_dp_attention` (tp_rank, tp_size, dp_size, ...), which the probe passes"
      " from commit 520ae8a on (a cell that still shows this was run before it: the commit"
-     " is listed); 0.4.0-0.4.1.post6 have no `dp_attention` module, and the probe does not"
-     " set up their distributed state. No model check ran there (no verdict on the model,"
-     " none on CPU support); the graph verdict stands."),
+     " is listed); 0.4.0-0.4.1.post6 have no `dp_attention` module and their models read"
+     " vllm's parallel state, which the probe sets up from commit 6113434 on (666e8a2 for"
+     " 0.4.0's batch without `capture_hidden_mode`). No model check ran there (no verdict on"
+     " the model, none on CPU support); the graph verdict stands."),
     (r"ServerArgs without __post_init__: TypeError: object\.__new__", HARNESS,
      "sglang 0.5.20+ define ServerArgs as a msgspec Struct, which the probe could not build"
      " before commit 2f9bcf5 (no model check ran; the graph verdict stands)."),

@@ -11,7 +11,8 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ....catalog.manifest import Gate, Manifest, parse_gates
+from ....catalog.manifest import Gate, Manifest
+from ....catalog.validate import parse_gates
 from ....engine.gates import check_gate
 from ..facts import Facts
 from ..finding import Finding, Level
