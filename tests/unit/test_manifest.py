@@ -293,3 +293,15 @@ def test_codegen_check_and_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert capsys.readouterr().out == f"wrote {Path('pkg', 'gen', 'table.py')}\n"
     assert generated.read_text(encoding="utf-8") == "TABLE = ()\n"
     assert _index.main(["--check"]) == 0
+
+
+def test_a_catalog_of_another_schema_is_not_read(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A head that is not an object, or names a schema this reader does not know, makes the
+    whole catalog unreadable (the TOML is read instead)."""
+    root, _ = _rendered(tmp_path, monkeypatch)
+    first, rest = _data.CATALOG.read_text().split("\n", 1)
+    assert _data.read(root, check_digest=False) is not None
+    for head in ({**json.loads(first), "schema": _data.SCHEMA + 1}, ["not", "an", "object"]):
+        _data.CATALOG.write_text(json.dumps(head) + "\n" + rest)
+        assert _data.read(root, check_digest=False) is None, head
