@@ -81,3 +81,27 @@ def test_listing_commands_fail_on_a_patch_that_cannot_load(
     assert list(data["not_loaded"]) == ["broken"]
     assert main(command) == 1
     assert "broken" in capsys.readouterr().out
+
+
+def test_a_target_the_engine_runs_on_is_refused_and_said(root: Path) -> None:
+    write_patch(root, "on-packaging", manifest_text("on-packaging", "packaging.version"),
+                "def apply(ctx):\n    pass\n")
+    catalog = load(str(root), include_builtin=False)
+    assert "on-packaging" not in {m.id for m in catalog.manifests}
+    assert catalog.errors["on-packaging"].startswith(
+        "refused: its target packaging.version is part of the standard library or of what")
+
+
+def test_a_built_in_patch_code_is_loaded_from_its_file() -> None:
+    import sys
+
+    from sglang_shims.catalog.load import load_code
+
+    manifest = next(m for m in load(None).manifests if m.code and m.when != "instead")
+    name = "sglang_shims.patches." + manifest.id.replace("-", "_").replace(".", "_")
+    sys.modules.pop(name, None)
+    try:
+        module = load_code(manifest)
+        assert module.__name__ == name and callable(module.apply)
+    finally:
+        sys.modules.pop(name, None)
