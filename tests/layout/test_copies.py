@@ -98,11 +98,11 @@ def python_sources(root: Path = REPO) -> Iterator[tuple[str, str]]:
 
 
 def test_no_block_is_written_twice() -> None:
-    began = time.perf_counter()
+    began = time.process_time()  # CPU time: a loaded machine must not fail the bound
     found = copies(dict(python_sources()))
-    took = time.perf_counter() - began
+    took = time.process_time() - began
     assert found == [], "a copied block: make it one helper (tests/support for tests)"
-    assert took < 2.0, f"the check took {took:.2f} s"
+    assert took < 2.0, f"the check took {took:.2f} s of CPU"
 
 
 BLOCK = [f"value_{n} = compute({n}, scale=2)" for n in range(RUN)]
