@@ -36,6 +36,7 @@ import itertools
 import json
 import statistics
 import subprocess
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,7 @@ def _median(steps: list[Step], part: str) -> float | None:
 
 
 def _stretches(flags: list[bool]) -> int:
-    return sum(1 for i, f in enumerate(flags) if f and (i == 0 or not flags[i - 1]))
+    return sum(1 for slow, _ in itertools.groupby(flags) if slow)
 
 
 def verdict(slow: dict[str, float | None], other: dict[str, float | None]) -> str:
@@ -170,8 +171,9 @@ def summarize(rows: list[list[Any]], windows: list[tuple[int, float, float]],
             continue
         limit = factor * statistics.median(_ms(s) for s in steps)
         flags = [[_ms(s) > limit for s in run] for run in runs]
-        slow = [s for s in steps if _ms(s) > limit]
-        other = [s for s in steps if _ms(s) <= limit]
+        marked = list(zip(steps, itertools.chain.from_iterable(flags), strict=True))
+        slow = [s for s, is_slow in marked if is_slow]
+        other = [s for s, is_slow in marked if not is_slow]
         medians = {"slow": {p: _median(slow, p) for p in PARTS},
                    "other": {p: _median(other, p) for p in PARTS}}
         out[str(batch)] = {"steps": len(steps), "slow_steps": len(slow),
@@ -183,12 +185,8 @@ def summarize(rows: list[list[Any]], windows: list[tuple[int, float, float]],
 
 def _cores(steps: list[Step]) -> dict[str, int]:
     """How many of ``steps`` the scheduler started on each CPU (traces that kept it)."""
-    out: dict[str, int] = {}
-    for step in steps:
-        if step.get("core") is not None:
-            key = str(int(step["core"] or 0))
-            out[key] = out.get(key, 0) + 1
-    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+    return dict(Counter(str(int(core)) for s in steps if (core := s.get("core")) is not None)
+                .most_common())
 
 
 def _ms(step: Step) -> float:
@@ -241,13 +239,8 @@ def regimes(steps: list[Step], limit_ms: float) -> str:
     """The steps' host time as runs of fast (``f``, below ``limit_ms``) and slow (``s``)
     steps, e.g. ``s25 f36 s1``: whether a server's host was slow for a stretch or for its
     whole life."""
-    out: list[str] = []
-    for flag in (("f" if (s["host_ms"] or 0.0) < limit_ms else "s") for s in steps):
-        if out and out[-1][0] == flag:
-            out[-1] = f"{flag}{int(out[-1][1:]) + 1}"
-        else:
-            out.append(f"{flag}1")
-    return " ".join(out)
+    flags = ("f" if (s["host_ms"] or 0.0) < limit_ms else "s" for s in steps)
+    return " ".join(f"{flag}{len(list(run))}" for flag, run in itertools.groupby(flags))
 
 
 def main(argv: list[str] | None = None) -> int:
