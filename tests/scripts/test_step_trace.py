@@ -86,6 +86,18 @@ def test_slow_steps_where_the_gpu_waits_are_the_hosts(trace: ModuleType) -> None
     assert got["verdict"] == "host"
 
 
+def test_each_step_owns_its_parts_and_the_gap_after_its_gpu_work(trace: ModuleType) -> None:
+    """A step runs from one call to the next: its GPU time is its own call's, its gap the
+    idle before the next call's work, its CPU and GC time what the thread spent between."""
+    rows = _rows([(1.0, 0.9, 1.0, 0.0), (3.0, 1.0, 2.5, 0.5), (1.2, 1.1, 1.2, 0.0)])
+    got = trace.step_parts(rows, 8, 0.0, 1e9, [])
+    assert [round(s["step_ms"], 6) for s in got] == [1.0, 3.0, 1.2]
+    assert [s["gpu_ms"] for s in got] == [0.9, 1.0, 1.1]
+    assert [round(s["gap_ms"], 6) for s in got] == [0.1, 2.0, 0.1]
+    assert [round(s["cpu_ms"], 6) for s in got] == [1.0, 2.5, 1.2]
+    assert [round(s["gc_ms"], 6) for s in got] == [0.0, 0.5, 0.0]
+
+
 def test_slow_steps_of_longer_gpu_work_are_the_gpus(trace: ModuleType) -> None:
     steps = ([(1.0, 0.9, 1.0, 0.0)] * 20 + [(1.8, 1.7, 1.0, 0.0)] * 3
              + [(1.0, 0.9, 1.0, 0.0)] * 20 + [(1.8, 1.7, 1.0, 0.0)] * 3)
