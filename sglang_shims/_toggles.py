@@ -102,8 +102,8 @@ class Toggles:
         """Return (enabled, which setting decided it) for one patch."""
         if self.all_off:
             return False, "SGLANG_SHIMS=0"
-        var = patch_var(patch_id) if self.per_patch else None  # none set: the usual case
-        if var is not None and var in self.per_patch:
+        # no per-patch variable set (the usual case): its name is not even built
+        if self.per_patch and (var := patch_var(patch_id)) in self.per_patch:
             on = self.per_patch[var]
             return on, f"{var}={int(on)}"
         key = patch_id.lower()
