@@ -1,0 +1,44 @@
+"""The kernel families' wrappers (``kernels/ops/<family>/__init__.py``): their own decisions.
+
+The family test files check each op's numbers on shapes chosen for the kernels; these
+check what the wrapper decides around the launch, on the smallest tensors that reach each
+decision: the argument checks of the op-level entry points (which serving code calls
+directly, past the public op's own checks), the copies made for outputs and inputs no row
+view fits, ``out=`` handling, and which path runs.  Where the launch's arguments are the
+point, it is recorded (``compile_lock.recording``), not run; elsewhere the Triton path runs
+under the interpreter on a few rows (a second or so a file on one core).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed: the kernel tests need it")
+
+from sglang_shims.kernels.ops import activation
+
+from ..support.kernels import triton_skip
+from ..support.references import assert_close, randn, ref_act
+
+triton_skip()  # Triton's interpreter on CPU: before any kernel is defined
+
+
+# -- activation ------------------------------------------------------------------------
+
+
+def test_activation_entry_point_refuses_an_odd_or_empty_width() -> None:
+    """``act_and_mul_into`` is what serving code calls: it checks the width itself."""
+    gen = torch.Generator().manual_seed(1)
+    with pytest.raises(ValueError, match="silu_and_mul: the last dimension must be even"):
+        activation.act_and_mul_into(torch.empty(2, 3), randn(gen, 2, 7), activation.SILU)
+    with pytest.raises(ValueError, match="gelu_and_mul: the last dimension must be even"):
+        activation.act_and_mul_into(torch.empty(()), torch.tensor(1.0), activation.GELU)
+
+
+def test_activation_into_outputs_and_inputs_no_row_view_fits(backend: str) -> None:
+    """An ``out`` (or input) whose rows are not unit-stride is written through a copy."""
+    gen = torch.Generator().manual_seed(2)
+    x = randn(gen, 2 * 8, 3, dtype=torch.float16, device=backend).t()  # rows of stride 1 by 3
+    out = torch.full((8, 3), float("nan"), dtype=torch.float16, device=backend).t()
+    activation.act_and_mul_into(out, x, activation.GELU_TANH)
+    assert_close(out, ref_act(x, "gelu_tanh"), torch.float16, "column-major in and out")
