@@ -15,10 +15,13 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the kernel tests need it")
 
-from sglang_shims.kernels.ops import activation
+from sglang_shims import kernels as K
+from sglang_shims.kernels import compile_lock
+from sglang_shims.kernels.device import MEASURED
+from sglang_shims.kernels.ops import activation, norm
 
 from ..support.kernels import triton_skip
-from ..support.references import assert_close, randn, ref_act
+from ..support.references import FP8, assert_close, randn, ref_act
 
 triton_skip()  # Triton's interpreter on CPU: before any kernel is defined
 
@@ -42,3 +45,33 @@ def test_activation_into_outputs_and_inputs_no_row_view_fits(backend: str) -> No
     out = torch.full((8, 3), float("nan"), dtype=torch.float16, device=backend).t()
     activation.act_and_mul_into(out, x, activation.GELU_TANH)
     assert_close(out, ref_act(x, "gelu_tanh"), torch.float16, "column-major in and out")
+
+
+# -- fp8_gemm --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("m, n", [(0, 128), (2, 0)])
+def test_fp8_gemm_empty_products_launch_nothing(m: int, n: int) -> None:
+    """An output with no rows or no columns is returned as it is, with no launch (recorded
+    for the H200 the rules are measured on, so CPU tensors take the Triton path)."""
+    a, b = torch.zeros(m, 128, dtype=FP8), torch.zeros(128, n, dtype=FP8)
+    with compile_lock.recording(MEASURED) as launches:
+        block = K.fp8_blockwise_scaled_mm(a, b, torch.ones(m, 1), torch.ones(1, -(-n // 128)),
+                                          torch.bfloat16)
+        scaled = K.fp8_scaled_mm(a, b, torch.ones(1), torch.ones(1), torch.float16)
+    assert launches == []
+    assert block.shape == scaled.shape == (m, n)
+    assert (block.dtype, scaled.dtype) == (torch.bfloat16, torch.float16)
+
+
+# -- norm ------------------------------------------------------------------------------
+
+
+def test_norm_refuses_tensors_on_another_device() -> None:
+    x = torch.ones(2, 8)
+    for weight, out, residual in ((torch.ones(8, device="meta"), x, None),
+                                  (torch.ones(8), torch.ones(2, 8, device="meta"), None),
+                                  (torch.ones(8), x, torch.ones(2, 8, device="meta"))):
+        with pytest.raises(ValueError, match="rmsnorm: tensors on different devices: cpu and "
+                                             "meta"):
+            norm.norm_into(out, x, residual, weight, 1e-6, 0.0)
