@@ -75,3 +75,20 @@ def test_norm_refuses_tensors_on_another_device() -> None:
         with pytest.raises(ValueError, match="rmsnorm: tensors on different devices: cpu and "
                                              "meta"):
             norm.norm_into(out, x, residual, weight, 1e-6, 0.0)
+
+
+# -- moe_gate --------------------------------------------------------------------------
+
+
+def test_moe_gate_reads_strided_scores_as_they_are(backend: str) -> None:
+    """Scores whose columns are not adjacent (every other column of a wider tensor) are
+    routed as their contiguous copy is: the kernel reads unit-stride rows only."""
+    gen = torch.Generator().manual_seed(3)
+    wide = torch.randn(3, 32, generator=gen) * 8  # the columns in between: other scores
+    wide[:, ::2] = torch.stack([torch.randperm(16, generator=gen) for _ in range(3)]) / 16.0
+    scores, bias = wide.to(backend)[:, ::2], torch.zeros(16, device=backend)
+    assert scores.stride(1) == 2
+    weights, ids = K.moe_fused_gate(scores, bias, 4, 2, 3)
+    want_weights, want_ids = K.moe_fused_gate(scores.contiguous(), bias, 4, 2, 3)
+    assert ids.tolist() == want_ids.tolist()
+    assert torch.equal(weights, want_weights)
