@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the kernel 
 from sglang_shims import kernels as K
 from sglang_shims.kernels import compile_lock
 from sglang_shims.kernels.device import MEASURED
-from sglang_shims.kernels.ops import activation, norm
+from sglang_shims.kernels.ops import activation, norm, rope
 
 from ..support.kernels import triton_skip
 from ..support.references import FP8, assert_close, randn, ref_act
@@ -92,3 +92,42 @@ def test_moe_gate_reads_strided_scores_as_they_are(backend: str) -> None:
     want_weights, want_ids = K.moe_fused_gate(scores.contiguous(), bias, 4, 2, 3)
     assert ids.tolist() == want_ids.tolist()
     assert torch.equal(weights, want_weights)
+
+
+# -- moe_topk --------------------------------------------------------------------------
+
+
+def test_moe_topk_keeps_the_softmax_unless_asked_to_renormalise() -> None:
+    logits = torch.tensor([[0.0, 1.0, 2.0, 3.0]])
+    w, ids = torch.empty(1, 2), torch.empty(1, 2, dtype=torch.int32)
+    K.topk_softmax(w, ids, logits)
+    p = torch.softmax(logits, dim=-1)[0]
+    assert ids.tolist() == [[3, 2]]
+    torch.testing.assert_close(w[0], p[[3, 2]])
+    K.topk_softmax(w, ids, logits, True)
+    torch.testing.assert_close(w[0], p[[3, 2]] / p[[3, 2]].sum())
+
+
+def test_moe_topk_refuses_a_topk_of_zero() -> None:
+    with pytest.raises(ValueError, match="num_experts and topk must be greater than 0"):
+        K.topk_softmax(torch.empty(2, 0), torch.empty(2, 0, dtype=torch.int32),
+                       torch.zeros(2, 4))
+
+
+# -- rope ------------------------------------------------------------------------------
+
+
+def test_rope_entry_point_checks_the_value_and_buffers() -> None:
+    """``rope_into`` with a value to store: each of its dimensions checked on its own, and
+    buffers without a value refused."""
+    q, k = torch.zeros(2, 4, 8), torch.zeros(2, 1, 8)
+    cache, pos = torch.zeros(16, 8), torch.zeros(2, dtype=torch.int64)
+    buffers = torch.zeros(5, 1, 8), torch.zeros(5, 1, 8), torch.zeros(2, dtype=torch.int64)
+    for v in (torch.zeros(2, 8), torch.zeros(3, 1, 8), torch.zeros(2, 2, 8)):
+        with pytest.raises(ValueError, match=r"apply_rope: v must be \[tokens, k_heads=1"):
+            rope.rope_into(q, k, q, k, cache, pos, False, v, *buffers)
+    for n in range(3):
+        alone = [None, None, None]
+        alone[n] = buffers[n]
+        with pytest.raises(ValueError, match="k_buffer, v_buffer and kv_cache_loc need v"):
+            rope.rope_into(q, k, q, k, cache, pos, False, None, *alone)
