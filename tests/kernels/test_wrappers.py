@@ -131,3 +131,21 @@ def test_rope_entry_point_checks_the_value_and_buffers() -> None:
         alone[n] = buffers[n]
         with pytest.raises(ValueError, match="k_buffer, v_buffer and kv_cache_loc need v"):
             rope.rope_into(q, k, q, k, cache, pos, False, None, *alone)
+
+
+def test_rope_partial_rotary_writes_the_tail_of_an_output_of_its_own(backend: str) -> None:
+    """With ``rotary_dim < head_size``, an output that is not its input gets the input's
+    unrotated tail copied, even where the other output is rotated in place."""
+    gen = torch.Generator().manual_seed(4)
+    cache = randn(gen, 8, 8, device=backend)
+    pos = torch.tensor([5, 0], device=backend)
+    q, k = randn(gen, 2, 2, 16, device=backend), randn(gen, 2, 1, 16, device=backend)
+    want_q, want_k = torch.empty_like(q), torch.empty_like(k)
+    rope.rope_torch(q, k, want_q, want_k, cache, pos, False)
+    for in_place in ("q", "k"):
+        q_in, k_in = q.clone(), k.clone()
+        q_out = q_in if in_place == "q" else torch.full_like(q, float("nan"))
+        k_out = k_in if in_place == "k" else torch.full_like(k, float("nan"))
+        rope.rope_into(q_in, k_in, q_out, k_out, cache, pos, False)
+        assert_close(q_out, want_q, torch.float32, f"q ({in_place} in place)")
+        assert_close(k_out, want_k, torch.float32, f"k ({in_place} in place)")
