@@ -1,5 +1,6 @@
-"""Small promises of the start-up hook, each checked in-process: the read limit on extra
-manifests, a wrapped loader's own ``create_module`` result, and a start-up problem told once."""
+"""Small promises of the start-up hook, each checked in-process but the first (a bare
+interpreter): loading it imports nothing, the read limit on extra manifests, a wrapped
+loader's own ``create_module`` result, and a start-up problem told once."""
 
 from __future__ import annotations
 
@@ -11,12 +12,19 @@ import pytest
 
 from sglang_shims import _bootstrap
 
+from ..support.run import imported_by_running
+
 
 def _extra_manifest(root: Path, name: str, padding: int) -> None:
     """A manifest whose ``[target]`` line comes after ``padding`` bytes of comment."""
     (root / name).mkdir()
     comment = "#" + "x" * (padding - 2) + "\n"
     (root / name / "manifest.toml").write_text(f'{comment}[target]\nmodule = "pkg.{name}"\n')
+
+
+def test_loading_it_imports_no_module_at_all() -> None:
+    """Every Python start loads it: its type-only imports stay behind ``TYPE_CHECKING``."""
+    assert imported_by_running(Path(_bootstrap.__file__)) == []
 
 
 def test_extra_manifests_are_read_up_to_64_kib(tmp_path: Path) -> None:
