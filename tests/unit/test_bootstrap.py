@@ -35,6 +35,18 @@ def test_extra_manifests_are_read_up_to_64_kib(tmp_path: Path) -> None:
     assert _bootstrap.extra_targets(str(tmp_path)) == {"pkg.near"}
 
 
+def test_extra_patches_may_not_target_what_the_engine_imports(tmp_path: Path) -> None:
+    """Neither the standard library nor the engine's own dependencies are watched for an
+    extra folder's patch (the engine imports them while it wakes); anything else is."""
+    for name, target in (("stdlib", "json.decoder"), ("dependency", "packaging.version"),
+                         ("ours", "sglang_shims.cli"), ("theirs", "transformers.models")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "manifest.toml").write_text(f'[target]\nmodule = "{target}"\n')
+    assert _bootstrap.extra_targets(str(tmp_path)) == {"transformers.models"}
+    assert [_bootstrap.engine_runs_on(m) for m in ("json", "tomli.x", "sglang", "wraptx")] \
+        == [True, True, False, False]
+
+
 class _OwnModule(types.ModuleType):
     pass
 
