@@ -20,6 +20,7 @@ from sglang_shims.kernels import compile_lock
 from sglang_shims.kernels.device import MEASURED
 from sglang_shims.kernels.ops import activation, norm, rope
 
+from ..support.align import align_buffers, align_reference
 from ..support.kernels import triton_skip
 from ..support.references import FP8, assert_close, randn, ref_act
 
@@ -149,3 +150,18 @@ def test_rope_partial_rotary_writes_the_tail_of_an_output_of_its_own(backend: st
         rope.rope_into(q_in, k_in, q_out, k_out, cache, pos, False)
         assert_close(q_out, want_q, torch.float32, f"q ({in_place} in place)")
         assert_close(k_out, want_k, torch.float32, f"k ({in_place} in place)")
+
+
+# -- moe_align -------------------------------------------------------------------------
+
+
+def test_moe_align_leaves_the_padding_unless_asked(backend: str) -> None:
+    """``pad_sorted_token_ids`` defaults to off, as in sgl-kernel: the padding slots keep
+    what the caller put there."""
+    flat = [2, 0, 2, 2, -1, 1]
+    buffers = align_buffers(len(flat), 4, 4, backend)
+    before = [b.tolist() for b in buffers]
+    ids = torch.tensor(flat, dtype=torch.int32, device=backend).view(3, 2)
+    K.moe_align_block_size(ids, 4, 4, *buffers)
+    want = align_reference(flat, 4, 4, False, False, before)
+    assert [b.tolist() for b in buffers] == want
