@@ -11,8 +11,9 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -27,7 +28,7 @@ OLD, NEW = "0.3.21.post1", "0.4.0"
 class _Library:
     """``torch.library.Library`` as the stand-in uses it: the schemas asked for."""
 
-    defined: list[tuple[str, str, str]] = []
+    defined: ClassVar[list[tuple[str, str, str]]] = []
 
     def __init__(self, namespace: str, kind: str) -> None:
         self.namespace, self.kind = namespace, kind
@@ -47,8 +48,11 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
     return _Library.defined
 
 
+Loader = Callable[[Path], types.ModuleType]
+
+
 @pytest.fixture
-def load(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+def load(monkeypatch: pytest.MonkeyPatch) -> Iterator[Loader]:
     """``load(folder)``: ``sgl_kernel`` imported from ``folder``; forgotten afterwards."""
 
     def forget() -> None:
@@ -72,7 +76,7 @@ def test_versions_and_their_names() -> None:
     assert known.index(OLD) < known.index(NEW) == known.index(OLD) + 1
     assert standin.dist_name(OLD) == "sgl-kernel"
     assert standin.dist_name(NEW) == "sglang-kernel"
-    with pytest.raises(ValueError, match=r"no export data for sgl-kernel 9\.9\.9; known: 0\.0\.4, "):
+    with pytest.raises(ValueError, match=r"no export data for sgl-kernel 9\.9\.9; known: 0\.0\.4,"):
         standin.surface("9.9.9")
     exports, submodules = standin.surface(OLD)
     assert exports == list(surfaces()[OLD]["exports"])
@@ -80,16 +84,16 @@ def test_versions_and_their_names() -> None:
 
 
 def test_a_stand_in_binds_every_export_as_a_stub(tmp_path: Path, fake_torch: list[object],
-                                                 load: object) -> None:
+                                                 load: Loader) -> None:
     exports, submodules = standin.surface(OLD)
     dropped = next(e for e in exports if e.isidentifier() and e[0].islower())
     folder = standin.build(OLD, tmp_path, drop=(dropped,), add=("added_kernel", exports[1]),
                            torch_ops=("op_only", "taken"))
     assert folder == tmp_path
-    kernel = load(folder)  # type: ignore[operator]
+    kernel = load(folder)
     assert kernel.__version__ == OLD
     functions = [e for e in exports if e.isidentifier() and e not in NOT_EXPORTS
-                 and e != dropped and e != "__version__"]
+                 and e not in (dropped, "__version__")]
     assert functions, OLD
     for name in functions:
         value = getattr(kernel, name)
@@ -119,15 +123,15 @@ def test_a_stand_in_binds_every_export_as_a_stub(tmp_path: Path, fake_torch: lis
     # one op per exported function and per name asked for, with a catch-all schema
     ops = sorted({n for n in functions if not n.startswith("_") and n[0].islower()}
                  | {"added_kernel", "op_only", "taken"})
-    assert kernel._OP_NAMES == ops
+    assert ops == kernel._OP_NAMES
     assert fake_torch == [("sgl_kernel", "FRAGMENT", f"{n}(Tensor[] args) -> ()") for n in ops]
 
 
 def test_submodules_scalar_type_and_metadata(tmp_path: Path, fake_torch: list[object],
-                                             load: object) -> None:
+                                             load: Loader) -> None:
     _, submodules = standin.surface(NEW)
     folder = standin.build(NEW, tmp_path, name="renamed-kernel")
-    load(folder)  # type: ignore[operator]
+    load(folder)
     nested = [s for s in submodules if "." in s]
     assert nested, NEW
     for sub, names in submodules.items():
@@ -157,9 +161,9 @@ def test_submodules_scalar_type_and_metadata(tmp_path: Path, fake_torch: list[ob
 
 
 def test_without_torch_no_op_is_defined(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        load: object) -> None:
+                                        load: Loader) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # ``import torch`` raises ImportError
-    kernel = load(standin.build(OLD, tmp_path))  # type: ignore[operator]
+    kernel = load(standin.build(OLD, tmp_path))
     assert kernel._torch is None and kernel._OP_NAMES
 
 
