@@ -178,3 +178,20 @@ def test_ops_faked_by_reads_every_file_of_the_release(tmp_path: Path) -> None:
                               'register_custom_op("sgl_kernel::mid")\n', encoding="utf-8")
     (pkg / "c.txt").write_text('register_fake("sgl_kernel::not_python")\n', encoding="utf-8")
     assert standin.ops_faked_by(tmp_path) == ("alpha", "mid", "zeta")
+
+
+def test_a_nested_submodule_gets_its_parent_packages(tmp_path: Path, fake_torch: list[object],
+                                                     load: Loader,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A submodule whose parents export nothing of their own still imports (its parents
+    are written as bare packages), and building again over a stand-in replaces it."""
+    data = {"9.0": {"exports": ["__version__", "top"],
+                    "submodules": {"deep.er.est": ["leaf"], "deep.er.side": ["other"]}}}
+    monkeypatch.setattr(standin, "surfaces", lambda: data)
+    standin.build("9.0", tmp_path)
+    standin.build("9.0", tmp_path, drop=("top",))
+    kernel = load(tmp_path)
+    assert not hasattr(kernel, "top")
+    with pytest.raises(NotImplementedError, match="leaf is a stub"):
+        importlib.import_module("sgl_kernel.deep.er.est").leaf()
+    assert importlib.import_module("sgl_kernel.deep").__doc__ == "Stand-in subpackage."
