@@ -42,7 +42,7 @@ def test_activation_entry_point_refuses_an_odd_or_empty_width() -> None:
 def test_activation_into_outputs_and_inputs_no_row_view_fits(backend: str) -> None:
     """An ``out`` (or input) whose rows are not unit-stride is written through a copy."""
     gen = torch.Generator().manual_seed(2)
-    x = randn(gen, 2 * 8, 3, dtype=torch.float16, device=backend).t()  # rows of stride 1 by 3
+    x = randn(gen, 2 * 8, 3, dtype=torch.float16, device=backend).t()  # column-major [3, 16]
     out = torch.full((8, 3), float("nan"), dtype=torch.float16, device=backend).t()
     activation.act_and_mul_into(out, x, activation.GELU_TANH)
     assert_close(out, ref_act(x, "gelu_tanh"), torch.float16, "column-major in and out")
