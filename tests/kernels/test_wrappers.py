@@ -19,10 +19,12 @@ from sglang_shims import kernels as K
 from sglang_shims.kernels import compile_lock
 from sglang_shims.kernels.device import MEASURED
 from sglang_shims.kernels.ops import activation, norm, rope
+from sglang_shims.kernels.ops.fp8_gemm import launch as mm_launch
+from sglang_shims.kernels.ops.moe_topk import launch as topk_launch
 
 from ..support.align import align_buffers, align_reference
 from ..support.kernels import triton_skip
-from ..support.references import FP8, assert_close, randn, ref_act
+from ..support.references import FP8, assert_close, assert_matmul, fp8_operand, randn, ref_act
 
 triton_skip()  # Triton's interpreter on CPU: before any kernel is defined
 
@@ -48,6 +50,34 @@ def test_activation_into_outputs_and_inputs_no_row_view_fits(backend: str) -> No
     assert_close(out, ref_act(x, "gelu_tanh"), torch.float16, "column-major in and out")
 
 
+def test_activation_public_ops_take_any_rank_and_refuse_a_scalar() -> None:
+    gen = torch.Generator().manual_seed(5)
+    x = randn(gen, 8)
+    assert_close(K.silu_and_mul(x), ref_act(x, "silu"), torch.float32, "1-D")
+    one = randn(gen, 1, 2)
+    assert_close(K.gelu_and_mul(one), ref_act(one, "gelu"), torch.float32, "one value")
+    with pytest.raises(ValueError, match="gelu_tanh_and_mul: the last dimension must be even"):
+        K.gelu_tanh_and_mul(torch.tensor(1.0))
+
+
+def test_activation_launches_on_the_callers_rows_with_16_byte_vectors() -> None:
+    """Rows a 2-D view fits are launched as they are (no copy, no output staging), with
+    the widest vector their width and strides allow; nothing is launched for no rows."""
+    x = torch.zeros(3, 200, dtype=torch.bfloat16)[:, :128]  # rows 200 apart
+    out = torch.empty(3, 64, dtype=torch.bfloat16)
+    with compile_lock.recording(MEASURED) as launches:
+        activation.act_and_mul_into(out, x, activation.SILU)
+        activation.act_and_mul_into(out[:0], x[:0], activation.SILU)
+    (launch,) = launches
+    assert launch.args[0].data_ptr() == x.data_ptr() and launch.args[1] is out
+    assert launch.kwargs["ALIGN"] == 8  # 16 bytes of bf16
+    assert launch.args[2:5] == (64 // 8, 200 // 8, 64 // 8)
+    odd = torch.zeros(3, 2 * 64 + 1, dtype=torch.bfloat16)[:, :128]  # rows 129 apart
+    with compile_lock.recording(MEASURED) as launches:
+        activation.act_and_mul_into(out, odd, activation.SILU)
+    assert launches[0].kwargs["ALIGN"] == 1
+
+
 # -- fp8_gemm --------------------------------------------------------------------------
 
 
@@ -65,6 +95,31 @@ def test_fp8_gemm_empty_products_launch_nothing(m: int, n: int) -> None:
     assert (block.dtype, scaled.dtype) == (torch.bfloat16, torch.float16)
 
 
+def test_fp8_gemm_two_scales_are_one_per_row_or_column(backend: str) -> None:
+    """Two rows (columns) with two scales: each row (column) its own, not one for all."""
+    gen = torch.Generator().manual_seed(6)
+    a = fp8_operand(gen, 2, 32, backend)
+    b = fp8_operand(gen, 2, 32, backend).t()
+    sa, sb = torch.tensor([[0.5], [3.0]]), torch.tensor([0.25, 2.0])
+    out = K.fp8_scaled_mm(a, b, sa.to(backend), sb.to(backend), torch.float32)
+    scale = sa.double() * sb.double()[None, :]
+    ad, bd = a.double().cpu(), b.double().cpu()
+    assert_matmul(out, (ad @ bd) * scale, (ad.abs() @ bd.abs()) * scale, torch.float32)
+
+
+def test_fp8_gemm_block_scaled_keeps_the_prefill_tiles_for_few_rows() -> None:
+    """The decode tiles were swept for ``fp8_scaled_mm`` only; the block-scaled kernel,
+    which steps K by its 128-wide scale blocks, keeps the prefill tiles at any row count."""
+    a, b = torch.zeros(1, 256, dtype=FP8), torch.zeros(256, 256, dtype=FP8)
+    with compile_lock.recording(MEASURED) as launches:
+        K.fp8_blockwise_scaled_mm(a, b, torch.ones(1, 2), torch.ones(2, 2), torch.bfloat16)
+    want = mm_launch.config(1, 256, decode_tiles=False, dev=MEASURED)
+    assert want != mm_launch.config(1, 256, decode_tiles=True, dev=MEASURED)
+    (launch,) = launches
+    assert {knob: launch.kwargs[knob] for knob in want if knob != "BLOCK_K"} \
+        == {knob: v for knob, v in want.items() if knob != "BLOCK_K"}
+
+
 # -- norm ------------------------------------------------------------------------------
 
 
@@ -76,6 +131,13 @@ def test_norm_refuses_tensors_on_another_device() -> None:
         with pytest.raises(ValueError, match="rmsnorm: tensors on different devices: cpu and "
                                              "meta"):
             norm.norm_into(out, x, residual, weight, 1e-6, 0.0)
+
+
+def test_norm_takes_one_row_and_refuses_a_scalar() -> None:
+    x, w = torch.tensor([3.0, 4.0]), torch.tensor([1.0, 2.0])
+    assert K.rmsnorm(x, w, eps=0.0).tolist() == pytest.approx([3 / 12.5**0.5, 8 / 12.5**0.5])
+    with pytest.raises(ValueError, match="rmsnorm: input must have at least one dimension"):
+        K.rmsnorm(torch.tensor(1.0), w)
 
 
 # -- moe_gate --------------------------------------------------------------------------
@@ -113,6 +175,66 @@ def test_moe_topk_refuses_a_topk_of_zero() -> None:
     with pytest.raises(ValueError, match="num_experts and topk must be greater than 0"):
         K.topk_softmax(torch.empty(2, 0), torch.empty(2, 0, dtype=torch.int32),
                        torch.zeros(2, 4))
+
+
+def test_moe_topk_checks_each_argument_on_its_own() -> None:
+    w, ids, logits = torch.empty(2, 3), torch.empty(2, 3, dtype=torch.int32), torch.zeros(2, 8)
+    for bad in ((w[0], ids, logits), (w, ids[0], logits), (w, ids, logits[0])):
+        with pytest.raises(ValueError, match="must be 2-D"):
+            K.topk_softmax(*bad)
+    for bad in ((w[:1], ids, logits), (w, ids[:1], logits)):
+        with pytest.raises(ValueError, match="first dimension of topk_weights/topk_ids"):
+            K.topk_softmax(*bad)
+    with pytest.raises(ValueError, match="token_expert_indices must have topk_ids' shape"):
+        K.topk_softmax(w, ids, torch.empty(2, 2, dtype=torch.int32), logits)
+
+
+def test_moe_topk_takes_a_numpy_flag_as_a_flag() -> None:
+    """Only a tensor (``dim`` and ``dtype``) in the fourth place means the early form; a
+    NumPy bool (a ``dtype``, no ``dim``) is ``renormalize``."""
+    numpy = pytest.importorskip("numpy")
+    logits = torch.tensor([[0.0, 1.0, 2.0, 3.0]])
+    w, ids = torch.empty(1, 2), torch.empty(1, 2, dtype=torch.int32)
+    K.topk_softmax(w, ids, logits, numpy.bool_(True))
+    assert w.sum().item() == pytest.approx(1.0)
+
+
+def test_moe_topk_launches_up_to_its_expert_limit() -> None:
+    """The kernel for up to ``MAX_EXPERTS`` experts and some tokens; torch above it (the
+    answer still right), nothing for no tokens."""
+    limit = topk_launch.MAX_EXPERTS
+    w, ids = torch.empty(1, 2), torch.empty(1, 2, dtype=torch.int32)
+    wide = torch.zeros(1, limit + 1)
+    wide[0, [limit, 7]] = torch.tensor([2.0, 1.0])
+    with compile_lock.recording(MEASURED) as launches:
+        K.topk_softmax(w, ids, torch.zeros(1, limit))
+        K.topk_softmax(w[:0], ids[:0], torch.zeros(0, 8))
+        K.topk_softmax(w, ids, wide)
+    assert len(launches) == 1
+    assert ids.tolist() == [[limit, 7]]
+
+
+def test_moe_topk_writes_strided_outputs(backend: str) -> None:
+    """Weights, ids and the early form's indices with columns 2 apart (every other column
+    of a wider tensor) get what contiguous ones get."""
+    gen = torch.Generator().manual_seed(7)
+    logits = randn(gen, 3, 8, device=backend)
+    want_w, want_ids = torch.empty(3, 2, device=backend), torch.empty(3, 2, dtype=torch.int32,
+                                                                       device=backend)
+    want_tei = torch.empty_like(want_ids)
+    K.topk_softmax(want_w, want_ids, want_tei, logits)
+
+    def strided(like: torch.Tensor) -> torch.Tensor:
+        return torch.full((3, 4), -7, dtype=like.dtype, device=backend)[:, ::2]
+
+    w, ids, tei = strided(want_w), strided(want_ids), strided(want_tei)
+    assert w.stride(1) == ids.stride(1) == tei.stride(1) == 2
+    K.topk_softmax(w, ids, tei, logits)
+    assert torch.equal(w, want_w) and torch.equal(ids, want_ids)
+    assert torch.equal(tei, want_tei)
+    contiguous_w = torch.empty_like(want_w)
+    K.topk_softmax(contiguous_w, strided(want_ids), torch.empty_like(want_tei), logits)
+    assert torch.equal(contiguous_w, want_w)
 
 
 # -- rope ------------------------------------------------------------------------------
