@@ -120,6 +120,37 @@ def test_fp8_gemm_block_scaled_keeps_the_prefill_tiles_for_few_rows() -> None:
         == {knob: v for knob, v in want.items() if knob != "BLOCK_K"}
 
 
+# -- fp8_quant -------------------------------------------------------------------------
+
+
+def test_fp8_quant_checks_each_argument_on_its_own() -> None:
+    x, q, s = torch.ones(2, 128), torch.empty(2, 128, dtype=FP8), torch.empty(2)
+    with pytest.raises(ValueError, match="sgl_per_token_quant_fp8: input must be 2-D"):
+        K.sgl_per_token_quant_fp8(x.view(2, 2, 64), q.view(2, 2, 64), s)
+    for scales in (torch.empty(2, dtype=torch.float64), torch.empty(3)):
+        with pytest.raises(ValueError, match="output_s must be float32 with 2 elements"):
+            K.sgl_per_token_quant_fp8(x, q, scales)
+    for lo, hi in ((-448.0, 240.0), (-240.0, 448.0)):
+        with pytest.raises(ValueError, match="fp8_min/fp8_max must be -448/448"):
+            K.sgl_per_token_group_quant_fp8(x, q, torch.empty(2, 1), 128, 1e-10, lo, hi)
+
+
+def test_fp8_quant_one_value_groups_and_one_value_tensors(backend: str) -> None:
+    """A group of one value is its own scale; a tensor of one value (or none) is
+    quantised like any other."""
+    x = torch.tensor([[3.0, -0.5]], device=backend)
+    q, s = torch.empty(1, 2, dtype=FP8, device=backend), torch.empty(1, 2, device=backend)
+    K.sgl_per_token_group_quant_fp8(x, q, s, 1, 1e-10, -448.0, 448.0)
+    assert q.float().tolist() == [[448.0, -448.0]]
+    assert s[0].tolist() == pytest.approx([3.0 / 448, 0.5 / 448])
+    one, scale = torch.tensor([-7.0], device=backend), torch.zeros(1, device=backend)
+    one_q = torch.zeros(1, dtype=FP8, device=backend)
+    K.sgl_per_tensor_quant_fp8(one, one_q, scale, False)
+    assert one_q.float().tolist() == [-448.0]
+    assert scale.tolist() == pytest.approx([7.0 / 448])
+    K.sgl_per_tensor_quant_fp8(one[:0], one_q[:0], scale, False)  # nothing to do
+
+
 # -- norm ------------------------------------------------------------------------------
 
 
@@ -138,6 +169,19 @@ def test_norm_takes_one_row_and_refuses_a_scalar() -> None:
     assert K.rmsnorm(x, w, eps=0.0).tolist() == pytest.approx([3 / 12.5**0.5, 8 / 12.5**0.5])
     with pytest.raises(ValueError, match="rmsnorm: input must have at least one dimension"):
         K.rmsnorm(torch.tensor(1.0), w)
+
+
+def test_norm_strided_weight_and_an_output_no_row_view_fits(backend: str) -> None:
+    """A weight of stride 2 is read as the values it holds; an ``out`` whose rows are not
+    unit-stride is written through a copy."""
+    gen = torch.Generator().manual_seed(8)
+    x = randn(gen, 3, 16, device=backend)
+    w = randn(gen, 32, device=backend)[::2]
+    want = K.rmsnorm(x, w.contiguous())
+    assert_close(K.rmsnorm(x, w), want, torch.float32, "strided weight")
+    out = torch.full((16, 3), float("nan"), device=backend).t()
+    K.rmsnorm(x, w, out=out)
+    assert_close(out, want, torch.float32, "column-major out")
 
 
 # -- moe_gate --------------------------------------------------------------------------
@@ -254,6 +298,17 @@ def test_rope_entry_point_checks_the_value_and_buffers() -> None:
         alone[n] = buffers[n]
         with pytest.raises(ValueError, match="k_buffer, v_buffer and kv_cache_loc need v"):
             rope.rope_into(q, k, q, k, cache, pos, False, None, *alone)
+
+
+def test_rope_entry_point_checks_q_and_k() -> None:
+    q, k = torch.zeros(2, 4, 8), torch.zeros(2, 1, 8)
+    cache, pos = torch.zeros(16, 8), torch.zeros(2, dtype=torch.int64)
+    for bad_q, bad_k in ((q[0], k), (q, k[0])):
+        with pytest.raises(ValueError, match=r"q and k must be \[tokens, heads, head_size\]"):
+            rope.rope_into(bad_q, bad_k, bad_q, bad_k, cache, pos, False)
+    for bad_k in (torch.zeros(3, 1, 8), torch.zeros(2, 1, 16)):
+        with pytest.raises(ValueError, match=r"apply_rope: q \(2, 4, 8\) and k .* disagree"):
+            rope.rope_into(q, bad_k, q, bad_k, cache, pos, False)
 
 
 def test_rope_partial_rotary_writes_the_tail_of_an_output_of_its_own(backend: str) -> None:
