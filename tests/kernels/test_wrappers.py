@@ -20,11 +20,20 @@ from sglang_shims.kernels import compile_lock
 from sglang_shims.kernels.device import MEASURED
 from sglang_shims.kernels.ops import activation, norm, rope
 from sglang_shims.kernels.ops.fp8_gemm import launch as mm_launch
+from sglang_shims.kernels.ops.moe_align import launch as align_launch
 from sglang_shims.kernels.ops.moe_topk import launch as topk_launch
 
 from ..support.align import align_buffers, align_reference
 from ..support.kernels import triton_skip
-from ..support.references import FP8, assert_close, assert_matmul, fp8_operand, randn, ref_act
+from ..support.references import (
+    FP8,
+    assert_close,
+    assert_matmul,
+    fp8_operand,
+    randn,
+    ref_act,
+    ref_fused_gate,
+)
 
 triton_skip()  # Triton's interpreter on CPU: before any kernel is defined
 
@@ -201,6 +210,35 @@ def test_moe_gate_reads_strided_scores_as_they_are(backend: str) -> None:
     assert torch.equal(weights, want_weights)
 
 
+def test_moe_gate_checks_input_and_bias_on_their_own() -> None:
+    for x, bias in ((torch.zeros(2, 2, 8), torch.zeros(2, 8)), (torch.zeros(2, 8),
+                                                                 torch.zeros(9))):
+        with pytest.raises(ValueError, match=r"input must be \[tokens, experts\] and bias"):
+            K.moe_fused_gate(x, bias, 2, 1, 2)
+
+
+def test_moe_gate_one_group_and_groups_of_two(backend: str) -> None:
+    """One group is a plain top-k; groups of two experts score by both (their sum)."""
+    x = torch.tensor([[0.1, 0.9, 0.3, 0.2, 0.8, 0.05, 0.7, 0.6]], device=backend)
+    bias = torch.zeros(8, device=backend)
+    for groups, topk_group, topk in ((1, 1, 3), (4, 2, 3)):
+        weights, ids = K.moe_fused_gate(x, bias, groups, topk_group, topk)
+        want_w, want_ids = ref_fused_gate(x[0].tolist(), bias.tolist(), groups, topk_group,
+                                          topk, 0, 1.0, False)
+        assert ids[0].tolist() == want_ids, groups
+        assert weights[0].tolist() == pytest.approx(want_w, rel=1e-6)
+
+
+def test_moe_gate_ties_among_many_groups_keep_the_lowest(backend: str) -> None:
+    """With one expert per group every group ties (no second value): the lowest
+    ``topk_group`` groups are kept, also among 64 groups, where an unstable sort of the
+    group scores would keep others."""
+    x = torch.zeros(2, 64, device=backend)
+    x[1, 40] = 5.0
+    _, ids = K.moe_fused_gate(x, torch.zeros(64, device=backend), 64, 4, 4)
+    assert ids.tolist() == [[0, 1, 2, 3], [0, 1, 2, 3]]
+
+
 # -- moe_topk --------------------------------------------------------------------------
 
 
@@ -311,6 +349,21 @@ def test_rope_entry_point_checks_q_and_k() -> None:
             rope.rope_into(q, bad_k, q, bad_k, cache, pos, False)
 
 
+def test_rope_refuses_a_strided_head_and_reads_a_strided_cache(backend: str) -> None:
+    gen = torch.Generator().manual_seed(9)
+    q, k = randn(gen, 2, 2, 8, device=backend), randn(gen, 2, 1, 8, device=backend)
+    pos = torch.tensor([3, 1], device=backend)
+    cache = randn(gen, 4, 16, device=backend)[:, ::2]
+    strided = randn(gen, 2, 2, 16, device=backend)[..., ::2]
+    with pytest.raises(ValueError, match="the last dimension of q, k and outputs must be"):
+        rope.rope_into(strided, k, strided, k, cache, pos, False)
+    want_q, want_k = torch.empty_like(q), torch.empty_like(k)
+    rope.rope_into(q, k, want_q, want_k, cache.contiguous(), pos, False)
+    got_q, got_k = torch.empty_like(q), torch.empty_like(k)
+    rope.rope_into(q, k, got_q, got_k, cache, pos, False)
+    assert torch.equal(got_q, want_q) and torch.equal(got_k, want_k)
+
+
 def test_rope_partial_rotary_writes_the_tail_of_an_output_of_its_own(backend: str) -> None:
     """With ``rotary_dim < head_size``, an output that is not its input gets the input's
     unrotated tail copied, even where the other output is rotated in place."""
@@ -330,6 +383,22 @@ def test_rope_partial_rotary_writes_the_tail_of_an_output_of_its_own(backend: st
 
 
 # -- moe_align -------------------------------------------------------------------------
+
+
+def test_moe_align_launches_up_to_its_bucket_limit() -> None:
+    """The kernels for up to ``MAX_BUCKETS`` buckets; torch above it (the answer still
+    right)."""
+    flat = [2, 0, 2, 2, -1, 1]
+    ids = torch.tensor(flat, dtype=torch.int32)
+    for buckets, launched in ((8, True), (align_launch.MAX_BUCKETS + 1, False)):
+        buffers = align_buffers(len(flat), buckets, 4, "cpu")
+        before = [b.tolist() for b in buffers]
+        with compile_lock.recording(MEASURED) as launches:
+            K.moe_align_block_size(ids, buckets, 4, *buffers, True)
+        assert bool(launches) == launched, buckets
+        if not launched:
+            want = align_reference(flat, buckets, 4, True, False, before)
+            assert [b.tolist() for b in buffers] == want
 
 
 def test_moe_align_leaves_the_padding_unless_asked(backend: str) -> None:
