@@ -116,6 +116,15 @@ def test_fp8_gemm_two_scales_are_one_per_row_or_column(backend: str) -> None:
     assert_matmul(out, (ad @ bd) * scale, (ad.abs() @ bd.abs()) * scale, torch.float32)
 
 
+def test_fp8_gemm_refuses_a_scale_matrix() -> None:
+    """A 2-D scale is a row or column of scales ([n, 1] or [1, n]), never a matrix of as
+    many values."""
+    a, b = torch.zeros(2, 32, dtype=FP8), torch.zeros(32, 4, dtype=FP8)
+    with pytest.raises(ValueError, match="scales_b must be float32 with 4 elements"):
+        K.fp8_scaled_mm(a, b, torch.ones(2), torch.ones(2, 2), torch.float16)
+    assert K.fp8_scaled_mm(a, b, torch.ones(2), torch.ones(1, 4), torch.float16).shape == (2, 4)
+
+
 def test_fp8_gemm_block_scaled_keeps_the_prefill_tiles_for_few_rows() -> None:
     """The decode tiles were swept for ``fp8_scaled_mm`` only; the block-scaled kernel,
     which steps K by its 128-wide scale blocks, keeps the prefill tiles at any row count."""
@@ -158,6 +167,14 @@ def test_fp8_quant_one_value_groups_and_one_value_tensors(backend: str) -> None:
     assert one_q.float().tolist() == [-448.0]
     assert scale.tolist() == pytest.approx([7.0 / 448])
     K.sgl_per_tensor_quant_fp8(one[:0], one_q[:0], scale, False)  # nothing to do
+
+
+def test_fp8_quant_per_token_launches_16_byte_vectors() -> None:
+    x, q, scales = torch.zeros(2, 128, dtype=torch.bfloat16), torch.empty(2, 128, dtype=FP8), \
+        torch.empty(2)
+    with compile_lock.recording(MEASURED) as launches:
+        K.sgl_per_token_quant_fp8(x, q, scales)
+    assert launches[0].kwargs["ALIGN"] == 16  # 16 bytes of e4m3
 
 
 # -- norm ------------------------------------------------------------------------------
@@ -347,6 +364,13 @@ def test_rope_entry_point_checks_q_and_k() -> None:
     for bad_k in (torch.zeros(3, 1, 8), torch.zeros(2, 1, 16)):
         with pytest.raises(ValueError, match=r"apply_rope: q \(2, 4, 8\) and k .* disagree"):
             rope.rope_into(q, bad_k, q, bad_k, cache, pos, False)
+
+
+def test_rope_refuses_positions_that_are_not_integers() -> None:
+    q, k, cache = torch.zeros(2, 4, 8), torch.zeros(2, 1, 8), torch.zeros(16, 8)
+    for pos in (torch.zeros(2), torch.zeros(2, dtype=torch.complex64)):
+        with pytest.raises(ValueError, match="positions must be integers"):
+            rope.rope_into(q, k, q, k, cache, pos, False)
 
 
 def test_rope_refuses_a_strided_head_and_reads_a_strided_cache(backend: str) -> None:
