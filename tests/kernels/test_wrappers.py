@@ -435,3 +435,34 @@ def test_moe_align_leaves_the_padding_unless_asked(backend: str) -> None:
     K.moe_align_block_size(ids, 4, 4, *buffers)
     want = align_reference(flat, 4, 4, False, False, before)
     assert [b.tolist() for b in buffers] == want
+
+
+def test_moe_align_refuses_no_buckets_or_no_block() -> None:
+    ids = torch.zeros(2, 2, dtype=torch.int32)
+    for buckets, block in ((0, 4), (4, 0)):
+        buffers = align_buffers(4, max(buckets, 1), max(block, 1), "cpu")
+        with pytest.raises(ValueError, match="num_experts and block_size must be positive"):
+            K.moe_align_block_size(ids, buckets, block, *buffers)
+
+
+def test_moe_sum_checks_its_arguments() -> None:
+    with pytest.raises(TypeError, match="moe_sum: input must be float16, bfloat16 or float32"):
+        K.moe_sum(torch.zeros(2, 3, 8, dtype=torch.float64), torch.zeros(2, 8))
+    for x, out in ((torch.zeros(2, 8), torch.zeros(2, 8)),
+                   (torch.zeros(2, 3, 8), torch.zeros(2, 1, 8))):
+        with pytest.raises(ValueError, match=r"moe_sum: input must be \[tokens, topk, hidden\]"):
+            K.moe_sum(x, out)
+
+
+def test_moe_sum_strided_hidden_and_one_value(backend: str) -> None:
+    """An input whose hidden values are 2 apart and an output whose columns are 2 apart
+    are read and written as they are; one token of one value is summed too."""
+    gen = torch.Generator().manual_seed(10)
+    x = randn(gen, 3, 2, 16, device=backend)[..., ::2]
+    out = torch.full((3, 16), float("nan"), device=backend)[:, ::2]
+    K.moe_sum_reduce(x, out, 0.5)
+    assert_close(out, x.double().sum(dim=1) * 0.5, torch.float32, "strided hidden")
+    one, one_out = randn(gen, 1, 3, 1, device=backend), torch.full((1, 1), float("nan"),
+                                                                     device=backend)
+    K.moe_sum(one, one_out)
+    assert_close(one_out, one.double().sum(dim=1), torch.float32, "one value")
