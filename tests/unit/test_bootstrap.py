@@ -79,8 +79,9 @@ def test_wrapped_loader_without_create_module_gives_none() -> None:
 
 def test_a_start_up_problem_is_told_once(monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    """A damaged install is reported on stderr once per process, not on every import."""
-    monkeypatch.setattr(_bootstrap.BOOT, "complained", False)
+    """A damaged install is reported on stderr once per process, not on every import
+    (from the state a process starts with)."""
+    monkeypatch.setattr(_bootstrap, "BOOT", _bootstrap.Boot())
     for _ in range(3):
         _bootstrap._complain_once("the watch table is missing")
     err = capsys.readouterr().err
