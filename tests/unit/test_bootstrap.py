@@ -1,6 +1,7 @@
 """Small promises of the start-up hook, each checked in-process but the first (a bare
-interpreter): loading it imports nothing, the read limit on extra manifests, a wrapped
-loader's own ``create_module`` result, and a start-up problem told once."""
+interpreter): loading it imports nothing, the read limit on extra manifests and the targets
+they may not take, a wrapped loader's own ``create_module`` result, a start-up problem told
+once, what the watcher wraps, and that the engine's source lookup skips it."""
 
 from __future__ import annotations
 
@@ -102,3 +103,58 @@ def test_active_is_none_until_someone_activates(monkeypatch: pytest.MonkeyPatch)
     assert _bootstrap.active() is None
     monkeypatch.setattr("sys.meta_path", [object(), Marked()])
     assert _bootstrap.active() == "pth"
+
+
+class _Finder:
+    """A ``sys.meta_path`` finder that has every module, with the loader it is given."""
+
+    def __init__(self, loader: object) -> None:
+        self.loader = loader
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
+        import importlib.machinery
+
+        return importlib.machinery.ModuleSpec(fullname, self.loader)  # type: ignore[arg-type]
+
+
+class _LegacyLoader:
+    """A loader of the old protocol: ``load_module`` only, no ``exec_module``."""
+
+    def load_module(self, fullname: str) -> types.ModuleType:
+        return types.ModuleType(fullname)
+
+
+def test_the_watcher_wraps_each_find_of_a_watched_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A watched name is wrapped every time it is looked for (an import after the module
+    was removed from ``sys.modules`` is hooked again), and a loader without
+    ``exec_module`` is handed back unwrapped for the import system's own fallback."""
+    import importlib.machinery
+    import sys
+
+    watcher = _bootstrap.Watcher({"watched.mod"})
+    source = importlib.machinery.SourceFileLoader("watched.mod", "/nonexistent/mod.py")
+    monkeypatch.setattr(sys, "meta_path", [watcher, _Finder(source)])
+    for _ in range(2):
+        spec = watcher.find_spec("watched.mod")
+        assert spec is not None and isinstance(spec.loader, _bootstrap.HookedLoader)
+    legacy = _LegacyLoader()
+    monkeypatch.setattr(sys, "meta_path", [watcher, _Finder(legacy)])
+    spec = watcher.find_spec("watched.mod")
+    assert spec is not None and spec.loader is legacy
+
+
+def test_the_engine_looks_past_our_own_finders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the engine locates a module's source it skips the watcher (marked as ours):
+    asking it would wrap, or stand in for, what the other finders have."""
+    import sys
+
+    from sglang_shims.engine import source
+
+    watcher = _bootstrap.Watcher({"tabnanny"})
+    asked: list[str] = []
+    monkeypatch.setattr(watcher, "find_spec", lambda name, *rest: asked.append(name))
+    monkeypatch.setattr(sys, "meta_path", [watcher, *sys.meta_path])
+    monkeypatch.delitem(sys.modules, "tabnanny", raising=False)
+    found = source.locate("tabnanny")
+    assert found is not None and found.name == "tabnanny.py"
+    assert asked == []
