@@ -158,3 +158,84 @@ def test_the_engine_looks_past_our_own_finders(monkeypatch: pytest.MonkeyPatch) 
     found = source.locate("tabnanny")
     assert found is not None and found.name == "tabnanny.py"
     assert asked == []
+
+
+def test_a_stand_in_decision_is_taken_again_after_invalidate_caches(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``importlib.invalidate_caches()`` (a package may have been installed since) makes
+    the watcher read the installed versions again."""
+    import importlib
+    import sys
+
+    installed = {"pass": False}
+    versions = types.SimpleNamespace(gates_pass=lambda gate: installed["pass"])
+    monkeypatch.setattr(_bootstrap, "STAND_IN_GATES", {"a-patch": ("gone.mod", "gate")})
+    monkeypatch.setattr(_bootstrap, "load_sibling", lambda name: versions)
+    watcher = _bootstrap.Watcher({"gone.mod"}, {"gone.mod"})
+    monkeypatch.setattr(sys, "meta_path", [watcher, *sys.meta_path])
+    assert watcher.admits("gone.mod") is False
+    installed["pass"] = True
+    assert watcher.admits("gone.mod") is False  # read once, then remembered
+    importlib.invalidate_caches()
+    assert watcher.admits("gone.mod") is True
+
+
+def test_namespace_loader_of_either_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The namespace loader is ``NamespaceLoader`` (3.11+) or, on 3.10, only
+    ``_NamespaceLoader``; it is given the package's folders."""
+    import sys
+
+    class Old:
+        _path: object = None
+
+    monkeypatch.setitem(sys.modules, "_frozen_importlib_external",
+                        types.SimpleNamespace(_NamespaceLoader=Old))
+    made = _bootstrap.namespace_loader(["/a", "/b"])
+    assert isinstance(made, Old) and made._path == ["/a", "/b"]
+    monkeypatch.setitem(sys.modules, "_frozen_importlib_external", types.SimpleNamespace())
+    assert _bootstrap.namespace_loader(["/a"]) is None
+
+
+def test_a_missing_module_fails_as_stock_python_does() -> None:
+    with pytest.raises(ModuleNotFoundError, match=r"No module named 'gone\.mod'") as caught:
+        _bootstrap.Missing("gone.mod").exec_module(types.ModuleType("gone.mod"))
+    assert caught.value.name == "gone.mod"
+
+
+class _Real:
+    """A loader with an attribute of its own and a body that does nothing."""
+
+    marker = 5
+
+    def is_package(self, fullname: str) -> bool:
+        return fullname == "pkg"
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.ran = True  # type: ignore[attr-defined]
+
+
+def test_the_wrapper_passes_through_and_hands_the_real_loader_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the wrapper does not define is the real loader's; running the body hands the
+    real loader to the module (and to a spec that names the wrapper, not to another), and
+    a namespace package gets ``__file__ = None`` even without a spec."""
+    import importlib.machinery
+
+    monkeypatch.setattr(_bootstrap, "_notify", lambda *args: None)
+    real, other = _Real(), _Real()
+    hooked = _bootstrap.HookedLoader(real, "pkg", _bootstrap.Watcher({"pkg"}))
+    assert hooked.marker == 5 and hooked.is_package("pkg") is True
+    named = types.ModuleType("pkg")
+    named.__spec__ = importlib.machinery.ModuleSpec("pkg", hooked)  # type: ignore[arg-type]
+    hooked.exec_module(named)
+    assert named.__loader__ is real and named.__spec__.loader is real
+    assert named.ran  # type: ignore[attr-defined]
+    elsewhere = types.ModuleType("pkg")
+    elsewhere.__spec__ = importlib.machinery.ModuleSpec("pkg", other)  # type: ignore[arg-type]
+    hooked.exec_module(elsewhere)
+    assert elsewhere.__spec__.loader is other
+    space = _bootstrap.HookedLoader(real, "pkg", _bootstrap.Watcher({"pkg"}), is_namespace=True)
+    bare = types.ModuleType("pkg")
+    bare.__spec__ = None
+    space.exec_module(bare)
+    assert bare.__file__ is None and bare.__loader__ is real
