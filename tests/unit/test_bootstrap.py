@@ -239,3 +239,20 @@ def test_the_wrapper_passes_through_and_hands_the_real_loader_back(
     bare.__spec__ = None
     space.exec_module(bare)
     assert bare.__file__ is None and bare.__loader__ is real
+
+
+def test_a_stand_in_runs_instead_of_the_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine answering ``instead`` before the body: the real body never runs, the
+    engine is told to stand in, then the import is done."""
+    phases: list[str] = []
+
+    def notify(name: str, phase: str, module: object, exc: object = None) -> str | None:
+        phases.append(phase)
+        return "instead" if phase == "before" else None
+
+    monkeypatch.setattr(_bootstrap, "_notify", notify)
+    watcher = _bootstrap.Watcher({"pkg", "other"})
+    module = types.ModuleType("pkg")
+    _bootstrap.HookedLoader(_Real(), "pkg", watcher).exec_module(module)
+    assert phases == ["before", "instead", "after"]
+    assert not hasattr(module, "ran") and watcher.names == {"other"}
