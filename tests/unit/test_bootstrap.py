@@ -256,3 +256,10 @@ def test_a_stand_in_runs_instead_of_the_body(monkeypatch: pytest.MonkeyPatch) ->
     _bootstrap.HookedLoader(_Real(), "pkg", watcher).exec_module(module)
     assert phases == ["before", "instead", "after"]
     assert not hasattr(module, "ran") and watcher.names == {"other"}
+
+
+def test_the_remedy_fits_where_the_package_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_bootstrap, "_source_checkout", lambda: True)
+    assert "catalog.codegen --write` and `pip install -e .`" in _bootstrap.remedy()
+    monkeypatch.setattr(_bootstrap, "_source_checkout", lambda: False)
+    assert "pip install --force-reinstall sglang-shims" in _bootstrap.remedy()
