@@ -263,3 +263,60 @@ def test_the_remedy_fits_where_the_package_runs(monkeypatch: pytest.MonkeyPatch)
     assert "catalog.codegen --write` and `pip install -e .`" in _bootstrap.remedy()
     monkeypatch.setattr(_bootstrap, "_source_checkout", lambda: False)
     assert "pip install --force-reinstall sglang-shims" in _bootstrap.remedy()
+
+
+def test_extra_manifests_any_mode_every_file_closed(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A manifest is read whatever its permission bits (the engine vets them later); what
+    is not a regular file is skipped; every file opened is closed."""
+    import os
+
+    _extra_manifest(tmp_path, "executable", 100)
+    (tmp_path / "executable" / "manifest.toml").chmod(0o755)
+    (tmp_path / "folder" / "manifest.toml").mkdir(parents=True)
+    opened: list[int] = []
+    closed: list[int] = []
+    real_open, real_close = os.open, os.close
+
+    def spy_open(*args: object, **kwargs: object) -> int:
+        fd = real_open(*args, **kwargs)  # type: ignore[arg-type]
+        opened.append(fd)
+        return fd
+
+    def spy_close(fd: int) -> None:
+        closed.append(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(os, "open", spy_open)
+    monkeypatch.setattr(os, "close", spy_close)
+    found = _bootstrap.extra_targets(str(tmp_path))
+    monkeypatch.undo()
+    assert found == {"pkg.executable"}
+    assert len(opened) == 2 and sorted(opened) == sorted(closed)
+
+
+def test_a_failed_start_complains_at_the_first_watched_import(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Start-up that fails leaves a finder that says why once, at the first import of a
+    watched package, then leaves ``sys.meta_path``; the engine's source lookup skips it."""
+    import sys
+
+    from sglang_shims.engine import source
+
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(_bootstrap, "BOOT", _bootstrap.Boot())
+    monkeypatch.setattr(_bootstrap, "_watch_set", broken)
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.delenv("SGLANG_SHIMS", raising=False)
+    _bootstrap.activate("test")
+    assert _bootstrap.BOOT.problem == "RuntimeError: boom"
+    complainer = sys.meta_path[0]
+    root = sorted({t.partition(".")[0] for t in _bootstrap.TARGETS.values()})[0]
+    source.locate(root)
+    assert complainer.find_spec("tabnanny") is None
+    assert capsys.readouterr().err == ""
+    assert complainer.find_spec(root) is None
+    assert "start-up hook failed (RuntimeError: boom)" in capsys.readouterr().err
+    assert complainer not in sys.meta_path
