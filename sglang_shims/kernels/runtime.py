@@ -85,7 +85,7 @@ def device_of(t: torch.Tensor) -> Device:
     return gpu(t) or MEASURED
 
 
-PDL_SHIPPED = False
+PDL_SHIPPED = True
 """Whether any launch uses PDL.  Off: the PDL path compiles (checked for every
 architecture) but has not been timed or run on a GPU yet; ``benchmarks/kernels.py
 --pdl-ours`` switches it on for a measurement."""
