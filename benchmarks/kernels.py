@@ -700,15 +700,15 @@ def main() -> int:
                         help="time ours and the AOT kernel only (no eager column, no launch"
                              " counts): the width sweep's table")
     parser.add_argument("--rep", type=int, default=50, help="milliseconds of replays a timing")
-    parser.add_argument("--pdl-ours", action="store_true",
-                        help="our kernels launch with programmatic dependent launch where the"
-                             " GPU has it (not shipped yet: runtime.PDL_SHIPPED)")
+    parser.add_argument("--no-pdl-ours", action="store_true",
+                        help="our kernels launch without programmatic dependent launch (PDL,"
+                             " shipped on where the GPU has it: runtime.PDL_SHIPPED)")
     args = parser.parse_args()
     REP_MS[0] = args.rep
-    if args.pdl_ours:
+    if args.no_pdl_ours:
         from sglang_shims.kernels import runtime
 
-        runtime.PDL_SHIPPED = True
+        runtime.PDL_SHIPPED = False
     if args.moe_align_one_launch:
         from sglang_shims.kernels.ops.moe_align import launch
 

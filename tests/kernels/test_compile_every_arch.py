@@ -124,7 +124,8 @@ def test_every_user_arch_compiles_and_fits(ci_run: dict[str, Any]) -> None:
 
 
 def test_pdl_configurations_compile_where_the_gpu_has_it(ci_run: dict[str, Any]) -> None:
-    """PDL is shipped off, but its configurations are compiled for sm_90+ and only there."""
+    """PDL configurations are compiled for sm_90+ and only there (launched there since
+    2026-12-05: `kernels/runtime.PDL_SHIPPED`)."""
     table = ci_run["variants"]
     for name, lim in limits().items():
         if not ci_run["arches"][name]["supported"] and older_triton():

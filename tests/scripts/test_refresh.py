@@ -27,6 +27,10 @@ NOT_GENERATED = {
     " --render re-renders it)",
     "benchmarks/results/e2e-trace-fp8-h200-2026-12-05.json": "a GPU measurement (e2e_serve.py"
     " --render re-renders it)",
+    "benchmarks/results/e2e-trace-pdl-dense-h200-2026-12-05.json": "a GPU measurement"
+    " (e2e_serve.py --render re-renders it)",
+    "benchmarks/results/e2e-trace-pdl-fp8-h200-2026-12-05.json": "a GPU measurement"
+    " (e2e_serve.py --render re-renders it)",
 }
 """Data files that are inputs (each with why), not outputs of a generator."""
 
