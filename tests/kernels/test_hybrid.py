@@ -410,11 +410,11 @@ def test_serving_graph_on_a_newer_kernel(sglang: str, kernel: str,
     drop = MUSA_ONLY_FROM_040 if Version(kernel) >= Version("0.4.0") else ()
     paths = (sglang_release(sglang), standin_kernel(kernel, drop=drop))
     code = GRAPH.replace("MODULES", repr(SERVING))
-    stock = run_python(code, paths=paths, timeout=600, env={"SGLANG_SHIMS": "0"})
+    stock = run_python(code, paths=paths, timeout=600, env={"SGLANG_SHIMS": "0"}, fork=True)
     failed = {k: v for k, v in json.loads(stock.stdout.splitlines()[-1])["results"].items()
               if v != "ok"}
     assert "sglang.srt.layers.rotary_embedding" in failed, stock.stdout[-2000:]
-    fixed = run_python(code, paths=paths, timeout=600)
+    fixed = run_python(code, paths=paths, timeout=600, fork=True)
     assert fixed.returncode == 0, fixed.stderr[-3000:]
     data = json.loads(fixed.stdout.splitlines()[-1])
     assert "error" not in data, data.get("error")

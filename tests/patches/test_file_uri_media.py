@@ -77,7 +77,7 @@ def run(release: Path, media: tuple[Path, Path], env: dict[str, str]) -> dict[st
     root, outside = media
     data_uri = "data:image/png;base64," + base64.b64encode(png(4, 1)).decode()
     result = run_python(CODE, paths=(release,), env=env, timeout=300,
-                        args=(str(root), str(outside), data_uri))
+                        args=(str(root), str(outside), data_uri), fork=True)
     assert result.returncode == 0, result.stderr[-3000:]
     data = result.json()
     assert isinstance(data, dict)
@@ -188,7 +188,7 @@ def test_stock_behaviour_without_the_shims(sglang_release: Callable[[str], Path]
     need_media_stack()
     root, outside = media
     result = run_python(CODE, paths=(sglang_release(version),), env={"SGLANG_SHIMS": "0"},
-                        timeout=300, args=(str(root), str(outside), "data:,"))
+                        timeout=300, args=(str(root), str(outside), "data:,"), fork=True)
     assert result.returncode == 0, result.stderr[-3000:]
     images = result.json()["images"]  # type: ignore[index]
     if version == "0.5.1":
@@ -206,7 +206,7 @@ def test_processors_get_the_wrapped_loaders(sglang_release: Callable[[str], Path
     need("transformers")
     result = run_python(program("patches/file_uri_media/processors"),
                         paths=(sglang_release("0.5.1"), standin_kernel("0.3.18")),
-                        timeout=300)
+                        timeout=300, fork=True)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.json() == ["FunctionWrapper"] * 3
 

@@ -35,7 +35,7 @@ CODE = program("patches/gemma_norm_fp32_plus_one")
 def measure(paths: tuple[Path, ...], **env: str) -> dict[str, Any]:
     for module in ("torch", "transformers"):
         need(module)
-    result = run_python(CODE, paths=paths, env=env, timeout=600)
+    result = run_python(CODE, paths=paths, env=env, timeout=600, fork=True)
     assert result.returncode == 0, result.stderr[-4000:]
     data = result.json()
     assert isinstance(data, dict)

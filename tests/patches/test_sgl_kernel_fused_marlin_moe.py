@@ -23,7 +23,7 @@ MANY_CALLS = program("patches/sgl_kernel_fused_marlin_moe/many_calls")
 
 
 def run(paths: tuple[Path, ...], code: str = IMPORT, **env: str) -> Result:
-    return run_python(code, paths=paths, env=env)
+    return run_python(code, paths=paths, env=env, fork=True)
 
 
 def test_proxy_and_clear_error(sglang051: Path, standin_kernel: Callable[..., Path]) -> None:

@@ -200,10 +200,10 @@ def test_real_wheels_both_directions(sglang: str, kernel: str, name: str, pin: s
                                      sglang_release: Callable[[str], Path],
                                      standin_kernel: Callable[..., Path]) -> None:
     paths = (sglang_release(sglang), standin_kernel(kernel))
-    stock = run_python(CALL, paths=paths, args=(name,),
+    stock = run_python(CALL, paths=paths, args=(name,), fork=True,
                        env={"SGLANG_SHIMS_DISABLE": "sgl-kernel-missing-symbols"})
     assert f"cannot import name '{name}' from 'sgl_kernel'" in stock.stderr, stock.stderr
-    fixed = run_python(CALL, paths=paths, args=(name,))
+    fixed = run_python(CALL, paths=paths, args=(name,), fork=True)
     assert fixed.returncode == 0, fixed.stderr
     error, status = fixed.stdout.splitlines()[:2]
     assert error.startswith(f"MissingSymbolError: sgl_kernel.{name} is not available"), error
@@ -222,10 +222,10 @@ def test_real_module_imports(sglang: str, kernel: str, first: str,
     """sglang's awq module, as imported on a CUDA machine, with a kernel older than it."""
     code = program("patches/sgl_kernel_missing_symbols/awq")
     paths = (sglang_release(sglang), standin_kernel(kernel))
-    stock = run_python(code, paths=paths, timeout=300,
+    stock = run_python(code, paths=paths, timeout=300, fork=True,
                        env={"SGLANG_SHIMS_DISABLE": "sgl-kernel-missing-symbols"})
     assert f"cannot import name '{first}' from 'sgl_kernel'" in stock.stderr, stock.stderr
-    fixed = run_python(code, paths=paths, timeout=300)
+    fixed = run_python(code, paths=paths, timeout=300, fork=True)
     assert fixed.returncode == 0 and fixed.stdout.strip() == "imported", fixed.stderr
 
 

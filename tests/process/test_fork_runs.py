@@ -77,3 +77,19 @@ def test_the_child_has_only_the_environment_it_was_given(
     code, out, _ = zygote.run("import os\nprint(sorted(os.environ))", {"ONLY": "x"}, base,
                               (), tmp_path, 60)
     assert (code, out) == (0, "['ONLY']\n")
+
+
+def test_the_server_preloads_nothing_a_patch_watches_or_a_stack_brings() -> None:
+    """A watched module imported before the shims start would leave its patch bypassed in
+    every fork; a package a test's stack brings (sglang, transformers and the wheels beside
+    them) would send every such stack to a fresh interpreter."""
+    from sglang_shims._bootstrap import TARGETS
+
+    loaded = zygote._server(SITE_PACKAGES).loaded
+    watched = {name.partition(".")[0] for name in TARGETS.values()}
+    brought = {"sglang", "sgl_kernel", "transformers", "huggingface_hub", "tokenizers",
+               "outlines", "openai", "kernels", "xgrammar", "tilelang", "flashinfer",
+               "tvm_ffi", "vllm", "deep_gemm", "sglang_shims"}
+    assert "torchvision" in loaded and "sympy" in loaded  # the preload ran
+    assert not loaded & watched, sorted(loaded & watched)
+    assert not loaded & brought, sorted(loaded & brought)

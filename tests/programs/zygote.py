@@ -11,14 +11,32 @@ interpreter's own exit, so ``atexit`` handlers run and an uncaught exception pri
 traceback (without this file's frames) and exits 1, as ``-c`` does.
 
 Why: a test program that imports sglang pays 1.5-2 s of CPU for ``import torch`` alone,
-and the patch tests start hundreds of them.
+and the patch tests start hundreds of them; what sglang's import then loads from this
+environment (:data:`PRELOAD`) is another ~2.5 s, the same in every program.
 """
+import importlib
 import json
 import os
 import sys
 import types
 
 import torch  # the point of this process
+
+PRELOAD = ("torchvision", "torch._dynamo", "torch._inductor.compile_fx", "sympy", "networkx",
+           "numpy", "PIL.Image", "aiohttp", "requests", "pydantic", "fastapi", "uvicorn",
+           "zmq", "jinja2", "IPython", "gguf", "httpx", "psutil", "yaml", "tqdm", "einops",
+           "msgspec", "orjson", "scipy")
+"""What importing sglang loads from this environment besides torch (read from the patch
+programs' ``sys.modules``, 2026-12-05): ~2.5 s of CPU a program on a 2-core machine,
+torchvision and torch's compiler the most of it.  Never a package a patch watches or a
+test's stack brings (``tests/process/test_fork_runs.py`` holds that): the first would be
+imported before the shims could see it, the second would refuse every such stack."""
+
+for _name in PRELOAD:
+    try:
+        importlib.import_module(_name)
+    except Exception:  # absent or broken here: a program that needs it meets that itself
+        pass
 
 # sys.path as `python -S` builds it, less our own PYTHONPATH: what a child keeps after it
 _STDLIB = [p for p in sys.path[1:] if p not in os.environ.get("PYTHONPATH", "").split(os.pathsep)]
