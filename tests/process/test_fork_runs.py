@@ -85,7 +85,7 @@ def test_the_server_preloads_nothing_a_patch_watches_or_a_stack_brings() -> None
     them) would send every such stack to a fresh interpreter."""
     from sglang_shims._bootstrap import TARGETS
 
-    loaded = zygote._server(SITE_PACKAGES).loaded
+    loaded = zygote._server(SITE_PACKAGES, {}).loaded
     watched = {name.partition(".")[0] for name in TARGETS.values()}
     brought = {"sglang", "sgl_kernel", "transformers", "huggingface_hub", "tokenizers",
                "outlines", "openai", "kernels", "xgrammar", "tilelang", "flashinfer",
@@ -93,3 +93,16 @@ def test_the_server_preloads_nothing_a_patch_watches_or_a_stack_brings() -> None
     assert "torchvision" in loaded and "sympy" in loaded  # the preload ran
     assert not loaded & watched, sorted(loaded & watched)
     assert not loaded & brought, sorted(loaded & brought)
+
+
+@pytest.mark.parametrize("interpret", ["1", None])
+def test_triton_in_a_fork_is_interpreted_as_the_program_asked(interpret: str | None) -> None:
+    """The server has imported Triton (torch's compiler does); a program that switches its
+    interpreter on must get Triton's own jit'd helpers interpreted too, as a fresh
+    interpreter would give them, and one that does not, compiled."""
+    env = {"TRITON_INTERPRET": interpret} if interpret else {}
+    code = ("import triton.language as tl\n"
+            "print(type(tl.cdiv).__name__)")
+    got = {fork: run_python(code, env=env, activate=False, fork=fork).stdout
+           for fork in (False, True)}
+    assert got[True] == got[False], got

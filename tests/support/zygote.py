@@ -86,6 +86,12 @@ START_VARIABLES = frozenset({"PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNB
 """``PYTHON*`` variables a fork honours as a fresh interpreter would; any other (warnings,
 hash seed, I/O encoding, ...) is read once at start, so the server's would hold."""
 
+IMPORT_TIME = ("TRITON_INTERPRET",)
+"""Variables that a module the server preloads reads once, when it is imported: Triton
+(torchvision and torch's compiler import it) makes its own jit'd helpers interpreted or
+compiled by ``TRITON_INTERPRET`` then, so a program that sets it gets a server started
+with the same value (one server per base and value)."""
+
 
 def usable(paths: tuple[Path | str, ...], base: list[str],
            extra_env: dict[str, str] | None = None) -> bool:
@@ -95,7 +101,7 @@ def usable(paths: tuple[Path | str, ...], base: list[str],
     if not enabled() or any(k.startswith("PYTHON") and k not in START_VARIABLES
                             for k in extra_env or {}):
         return False
-    server = _server(base)
+    server = _server(base, {**os.environ, **(extra_env or {})})
     for entry in map(Path, paths):
         for name in server.loaded:
             if (entry / name).exists() or (entry / f"{name}.py").exists():
@@ -103,12 +109,16 @@ def usable(paths: tuple[Path | str, ...], base: list[str],
     return True
 
 
-def _server(base: list[str]) -> _Server:
-    key = os.pathsep.join(base)
+def _server(base: list[str], env: dict[str, str]) -> _Server:
+    """The server for ``base`` whose :data:`IMPORT_TIME` variables are ``env``'s."""
+    fixed = {name: env[name] for name in IMPORT_TIME if name in env}
+    path = os.pathsep.join(base)
+    key = json.dumps([path, sorted(fixed.items())])
     if key not in _servers:
         from .run import clean_env  # that module imports this one
 
-        _servers[key] = _Server(clean_env(PYTHONPATH=key))
+        started = {k: v for k, v in clean_env(PYTHONPATH=path).items() if k not in IMPORT_TIME}
+        _servers[key] = _Server({**started, **fixed})
     return _servers[key]
 
 
@@ -116,4 +126,4 @@ def run(code: str, env: dict[str, str], base: list[str], args: tuple[str, ...], 
         timeout: float) -> tuple[int, str, str]:
     """(returncode, stdout, stderr) of ``code`` as a fork of the server for ``base``;
     ``env`` is the child's whole environment (its ``PYTHONPATH`` included)."""
-    return _server(base).run(code, env, args, cwd, timeout)
+    return _server(base, env).run(code, env, args, cwd, timeout)
