@@ -358,13 +358,12 @@ def align_cases() -> list[tuple[int, int, int]]:
     chunk of the three launches, bucket counts around a power of two, and the single
     program's chunks at its bucket limit."""
     most = align_launch.ONE_LAUNCH_MAX_ENTRIES
-    chunk = align_launch.chunked_config(65)["BLOCK_T"]
-    one_chunk = align_launch.one_config(most, align_launch.ONE_LAUNCH_MAX_BUCKETS)["BLOCK_T"]
+    chunk = align_launch.chunked_config(most + 1, 65)["SUB"]
     cases = [(n, 65, 16) for n in around(most)]
     cases += [(n, 65, 16) for n in around(max(2, cdiv(most + 2, chunk)) * chunk)]
     cases += [(most + 9, b, 4) for b in around(64)]
-    cases += [(n, align_launch.ONE_LAUNCH_MAX_BUCKETS, 1)
-              for n in around(one_chunk * max(1, most // one_chunk - 1))]
+    # the single program's sort at a power of two, at its bucket limit
+    cases += [(n, align_launch.ONE_LAUNCH_MAX_BUCKETS, 1) for n in around(most // 2)]
     return cases
 
 

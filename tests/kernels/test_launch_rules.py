@@ -322,7 +322,8 @@ def test_moe_align_one_launch_only_while_small() -> None:
 def test_moe_align_steps_and_tiles_are_powers_of_two() -> None:
     """The fixed steps go to ``tl.arange`` as they are."""
     for step in (align_launch.TILE, align_launch.FILL_STEP, align_launch.COUNT_FILL_STEP,
-                 align_launch.MAX_BUCKETS, align_launch.ONE_LAUNCH_WARPS):
+                 align_launch.MAX_BUCKETS, align_launch.ONE_LAUNCH_WARPS,
+                 align_launch.CHUNK_MIN, align_launch.CHUNK_MAX):
         assert is_pow2(step), step
 
 
@@ -343,23 +344,24 @@ def test_moe_align_more_than_4096_buckets_take_the_torch_path(
     assert taken == ["triton", "torch"]
 
 
-def test_moe_align_rules_tiles_of_8192_one_hot_values() -> None:
-    """The one-hot tile (tokens x buckets) stays within ``TILE``: the single program takes
-    16 tokens a step or more, the chunked path 16 to 256; ``expert_ids`` are written
-    ``TILE / BLOCK_E`` a step."""
+def test_moe_align_rules_sort_chunks_and_a_junk_bucket() -> None:
+    """The bucket lanes are a power of two above the bucket count (the last lane takes the
+    ids left out); the single program sorts all its tokens at once, the chunked path aims
+    at 128 chunks of 256-2048 tokens; the block lookup tile stays within ``TILE``."""
     for buckets in (1, 2, 3, 64, 65, 257, 1024, 4096):
-        block_e = next_pow2(buckets)
+        block_e = next_pow2(buckets + 1)
+        assert block_e > buckets
         steps = max(1, 8192 // block_e)
-        chunked = align_launch.chunked_config(buckets)
-        assert_launchable(chunked, buckets)
-        assert chunked == {"BLOCK_T": max(16, min(256, 8192 // block_e)), "BLOCK_E": block_e,
-                           "BLOCK_J": steps}
-        for numel in (1, 2, 17, 32, 1024):
+        for numel, sub in ((1, 256), (32768, 256), (32769, 512), (131072, 1024),
+                           (262145, 2048), (10**7, 2048)):
+            chunked = align_launch.chunked_config(numel, buckets)
+            assert_launchable(chunked, (numel, buckets))
+            assert chunked == {"SUB": sub, "BLOCK_E": block_e, "BLOCK_J": steps}
+        for numel, sub in ((1, 16), (2, 16), (17, 32), (32, 32), (1024, 1024)):
             one = align_launch.one_config(numel, buckets)
             assert_launchable(one, (numel, buckets))
-            assert one == {"BLOCK_T": min(8192 // block_e, max(16, next_pow2(numel))),
-                           "BLOCK_E": block_e, "BLOCK_J": steps, "BLOCK_F": 2048,
-                           "num_warps": 8}
+            assert one == {"SUB": sub, "BLOCK_E": block_e, "BLOCK_J": steps,
+                           "BLOCK_F": 2048, "num_warps": 8}
 
 
 def test_moe_sum_rules_and_sweep_space() -> None:

@@ -169,29 +169,29 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
     numel = ids.numel()
     if launch.one_launch(numel, n_buckets, sorted_token_ids.numel(), pad):
         one = launch.one_config(numel, n_buckets)
-        key = ("moe_align_one", ids.dtype, one["BLOCK_T"], one["BLOCK_E"], pad, ignore_invalid)
+        key = ("moe_align_one", ids.dtype, one["SUB"], one["BLOCK_E"], pad, ignore_invalid)
         launch_kernel(key, k.align_one_launch_kernel, (1,),
                       ids, sorted_token_ids, experts_ids, num_tokens_post_pad, cumsum_buffer,
                       numel, n_buckets, bs, sorted_token_ids.numel(), experts_ids.numel(),
                       IGNORE_INVALID=ignore_invalid, PAD=pad, **one)
         return
-    cfg = launch.chunked_config(n_buckets)
-    block_t, block_e, rows = cfg["BLOCK_T"], cfg["BLOCK_E"], cfg["BLOCK_J"]
-    n_chunks = cdiv(numel, block_t)
+    cfg = launch.chunked_config(numel, n_buckets)
+    sub, block_e, rows = cfg["SUB"], cfg["BLOCK_E"], cfg["BLOCK_J"]
+    n_chunks = cdiv(numel, sub)
     counts = torch.empty(n_chunks * block_e, dtype=torch.int32, device=ids.device)
     n_sorted = sorted_token_ids.numel()
-    fill = cdiv(n_sorted, n_chunks)
-    common = (ids.dtype, block_t, block_e, ignore_invalid)
+    common = (ids.dtype, sub, block_e, ignore_invalid)
     launch_kernel(("moe_align_count", pad, *common), k.align_count_kernel, (n_chunks,),
-                  ids, counts, sorted_token_ids, numel, n_buckets, n_sorted, fill,
-                  IGNORE_INVALID=ignore_invalid, BLOCK_T=block_t, BLOCK_E=block_e, PAD=pad,
-                  BLOCK_F=launch.COUNT_FILL_STEP)
+                  ids, counts, sorted_token_ids, numel, n_buckets, n_sorted,
+                  cdiv(n_sorted, n_chunks), IGNORE_INVALID=ignore_invalid, SUB=sub,
+                  BLOCK_E=block_e, PAD=pad, BLOCK_F=launch.COUNT_FILL_STEP)
     launch_kernel(("moe_align_scan", block_e, rows), k.align_scan_kernel, (1,),
-                  counts, cumsum_buffer, experts_ids, num_tokens_post_pad, n_chunks, n_buckets,
-                  bs, experts_ids.numel(), BLOCK_C=rows, BLOCK_E=block_e, BLOCK_J=rows)
-    launch_kernel(("moe_align_place", *common), k.align_place_kernel, (n_chunks,),
-                  ids, counts, cumsum_buffer, sorted_token_ids, numel, n_buckets,
-                  IGNORE_INVALID=ignore_invalid, BLOCK_T=block_t, BLOCK_E=block_e)
+                  counts, cumsum_buffer, num_tokens_post_pad, n_chunks, n_buckets, bs,
+                  BLOCK_C=rows, BLOCK_E=block_e)
+    launch_kernel(("moe_align_place", *common, rows), k.align_place_kernel, (n_chunks,),
+                  ids, counts, cumsum_buffer, sorted_token_ids, experts_ids, numel, n_buckets,
+                  bs, experts_ids.numel(), cdiv(experts_ids.numel(), n_chunks),
+                  IGNORE_INVALID=ignore_invalid, SUB=sub, BLOCK_E=block_e, BLOCK_J=rows)
 
 
 def moe_sum_reduce(input_tensor: torch.Tensor, output_tensor: torch.Tensor,

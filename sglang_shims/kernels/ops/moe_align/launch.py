@@ -28,7 +28,7 @@ from ..space import Config, fits, pow2s, upto
 MAX_BUCKETS = 4096
 """Bucket counts above this run on the plain-PyTorch path."""
 TILE = 8192
-"""One-hot tile elements a program holds at once."""
+"""Elements of the ``[blocks, buckets]`` tile that looks up the bucket of each block."""
 ONE_LAUNCH_ON = 1024
 """Routed tokens the single-program path is tested up to (the tests' limit)."""
 ONE_LAUNCH_MAX_ENTRIES = 32
@@ -42,6 +42,11 @@ FILL_STEP = 2048
 """Slots the single program fills per step."""
 COUNT_FILL_STEP = 1024
 """Slots each counting program of the three-launch path fills per step."""
+CHUNK_PROGRAMS = 128
+"""The three-launch path aims at this many chunks (about one per SM of an H100/H200)..."""
+CHUNK_MIN = 256
+CHUNK_MAX = 2048
+"""... of this many routed tokens each, at least and at most (a power of two: the sort)."""
 
 
 def one_launch(numel: int, n_buckets: int, n_sorted: int, pad: bool) -> bool:
@@ -50,24 +55,34 @@ def one_launch(numel: int, n_buckets: int, n_sorted: int, pad: bool) -> bool:
             and (not pad or n_sorted <= ONE_LAUNCH_MAX_FILL))
 
 
+def _block_e(n_buckets: int) -> int:
+    """Bucket lanes: a power of two above the bucket count, the last one the junk bucket."""
+    return next_pow2(n_buckets + 1)
+
+
 def _steps(block_e: int) -> int:
-    """``expert_ids`` entries written per step."""
+    """``expert_ids`` entries (and, in the scan, chunk rows) per step."""
     return max(1, TILE // block_e)
 
 
 def one_config(numel: int, n_buckets: int) -> Config:
-    """The single-program kernel's blocks for ``numel`` routed tokens."""
-    block_e = next_pow2(n_buckets)
-    return {"BLOCK_T": min(TILE // block_e, max(16, next_pow2(numel))), "BLOCK_E": block_e,
-            "BLOCK_J": _steps(block_e), "BLOCK_F": FILL_STEP, "num_warps": ONE_LAUNCH_WARPS}
+    """The single-program kernel's blocks for ``numel`` routed tokens: all of them sorted
+    at once."""
+    block_e = _block_e(n_buckets)
+    return {"SUB": max(16, next_pow2(numel)), "BLOCK_E": block_e, "BLOCK_J": _steps(block_e),
+            "BLOCK_F": FILL_STEP, "num_warps": ONE_LAUNCH_WARPS}
 
 
-def chunked_config(n_buckets: int) -> Config:
-    """The three-launch path's blocks: ``BLOCK_T`` routed tokens a chunk, ``BLOCK_J``
-    ``expert_ids`` entries (and chunk counts) a step of the scan."""
-    block_e = next_pow2(n_buckets)
-    return {"BLOCK_T": max(16, min(256, TILE // block_e)), "BLOCK_E": block_e,
-            "BLOCK_J": _steps(block_e)}
+def chunk_entries(numel: int) -> int:
+    """Routed tokens per chunk of the three-launch path."""
+    return min(CHUNK_MAX, max(CHUNK_MIN, next_pow2(cdiv(numel, CHUNK_PROGRAMS))))
+
+
+def chunked_config(numel: int, n_buckets: int) -> Config:
+    """The three-launch path's blocks: ``SUB`` routed tokens a chunk, ``BLOCK_J``
+    ``expert_ids`` entries (and chunk rows of the scan) a step."""
+    block_e = _block_e(n_buckets)
+    return {"SUB": chunk_entries(numel), "BLOCK_E": block_e, "BLOCK_J": _steps(block_e)}
 
 
 SUM_KNOBS = ("BLOCK_H", "num_warps")
