@@ -49,8 +49,15 @@ ALIGN_CASES = [  # tokens, top-k, experts, block size
 
 @pytest.mark.parametrize("case", ALIGN_CASES, ids=lambda c: "t{}-k{}-e{}-b{}".format(*c))
 @pytest.mark.parametrize("id_dtype", [torch.int32, torch.int64], ids=["i32", "i64"])
+@pytest.mark.parametrize("scan", ["fused", "separate"])
 def test_moe_align(backend: str, gen: torch.Generator, case: tuple[int, int, int, int],
-                   id_dtype: torch.dtype) -> None:
+                   id_dtype: torch.dtype, scan: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both chunked paths (the scan inside the placement, two launches; a one-program scan
+    between them, three) on every case the single program does not take."""
+    from sglang_shims.kernels.ops.moe_align import launch
+
+    if scan == "separate":
+        monkeypatch.setattr(launch, "FUSED_MAX_CHUNKS", 0)
     tokens, k, experts, bs = case
     ids = torch.randint(-1, experts, (tokens, k), generator=gen).to(id_dtype).to(backend)
     n_buckets = experts + 1  # as sglang calls it

@@ -42,6 +42,12 @@ pytestmark = pytest.mark.skipif(bool(NO_TRITON), reason=NO_TRITON or "triton is 
 
 ONE = ["moe_align_one"]
 THREE = ["moe_align_count", "moe_align_scan", "moe_align_place"]
+TWO = ["moe_align_count", "moe_align_scan_place"]
+
+
+def chunked(numel: int) -> list[str]:
+    """The launches of the chunked path for ``numel`` routed tokens."""
+    return TWO if L.fused(numel) else THREE
 
 
 @pytest.fixture(autouse=True)
@@ -180,7 +186,7 @@ def test_wide_int64_ids_never_wrap_into_a_bucket(monkeypatch: pytest.MonkeyPatch
     with triton_backend() as dev:
         for ignore_invalid in (False, True):
             align_and_compare(ids.to(dev), 4, 2, True, ignore_invalid,
-                              want_launches=ONE if one else THREE)
+                              want_launches=ONE if one else chunked(ids.numel()))
 
 
 def test_both_paths_agree_across_the_entry_limit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -188,7 +194,7 @@ def test_both_paths_agree_across_the_entry_limit(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", 40)
     g = torch.Generator().manual_seed(8)
     with triton_backend() as dev:
-        for shape, want in (((5, 8), ONE), ((41, 1), THREE)):  # 40 and 41 entries
+        for shape, want in (((5, 8), ONE), ((41, 1), TWO)):  # 40 and 41 entries
             ids = torch.randint(-1, 9, shape, generator=g, dtype=torch.int32)
             align_and_compare(ids.to(dev), 10, 16, True, False, want_launches=want)
 
@@ -209,15 +215,19 @@ def test_dispatch_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _dispatch(1, 129, 64, True) == ONE  # 1 token, top-1
     assert _dispatch(8, 129, 64, True) == ONE  # 1 token, top-8 of 128: decode
     assert _dispatch(most_e, most_b, 16, False) == ONE
-    assert _dispatch(most_e + 1, 129, 16, False) == THREE
-    assert _dispatch(8, most_b + 1, 16, False) == THREE
+    assert _dispatch(most_e + 1, 129, 16, False) == chunked(most_e + 1)
+    assert _dispatch(8, most_b + 1, 16, False) == TWO
+    # the chunked path: the scan inside the placement up to FUSED_MAX_CHUNKS chunks
+    many = L.CHUNK_MIN * L.FUSED_MAX_CHUNKS
+    assert _dispatch(many, 129, 16, False) == TWO
+    assert _dispatch(many + 1, 129, 16, False) == THREE
     # the padding fill: one program writes at most ONE_LAUNCH_MAX_FILL slots alone
     assert align_buffers(most_e, 1000, 128, "cpu")[0].numel() > L.ONE_LAUNCH_MAX_FILL
-    assert _dispatch(most_e, 1000, 128, True) == THREE
+    assert _dispatch(most_e, 1000, 128, True) == TWO
     assert _dispatch(most_e, 1000, 128, False) == ONE
     assert _dispatch(512, 257, 128, True) == ONE  # 64 tokens x top-8, DeepSeek V3
-    monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", 0)  # the switch: everything to three
-    assert _dispatch(8, 129, 64, True) == THREE
+    monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", 0)  # the switch: all to the chunks
+    assert _dispatch(8, 129, 64, True) == TWO
 
 
 # ------------------------------------------------------------------ (3) no host reads
@@ -274,7 +284,7 @@ def test_triton_path_reads_no_device_value(entries: int) -> None:
         bufs = align_buffers(entries, 17, 16, dev)
         with host_reads_fail() as names:
             A.moe_align_block_size(ids, 17, 16, *bufs, True, False)
-        assert names == (ONE if entries <= L.ONE_LAUNCH_MAX_ENTRIES else THREE)
+        assert names == (ONE if entries <= L.ONE_LAUNCH_MAX_ENTRIES else chunked(entries))
         before = [b.tolist() for b in align_buffers(entries, 17, 16, dev)]
         want = align_reference(ids.tolist(), 17, 16, True, False, before)
         assert [b.tolist() for b in bufs] == want

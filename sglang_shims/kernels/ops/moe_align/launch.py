@@ -42,6 +42,10 @@ FILL_STEP = 2048
 """Slots the single program fills per step."""
 COUNT_FILL_STEP = 1024
 """Slots each counting program of the three-launch path fills per step."""
+FUSED_MAX_CHUNKS = 16
+"""Up to this many chunks the scan runs inside the placing programs (two launches, each
+program summing every chunk's counts); above it a one-program scan between them (three);
+0 turns the two-launch path off."""
 CHUNK_PROGRAMS = 128
 """The three-launch path aims at this many chunks (about one per SM of an H100/H200)..."""
 CHUNK_MIN = 256
@@ -76,6 +80,11 @@ def one_config(numel: int, n_buckets: int) -> Config:
 def chunk_entries(numel: int) -> int:
     """Routed tokens per chunk of the three-launch path."""
     return min(CHUNK_MAX, max(CHUNK_MIN, next_pow2(cdiv(numel, CHUNK_PROGRAMS))))
+
+
+def fused(numel: int) -> bool:
+    """Whether the chunked path takes two launches (the scan inside the placement)."""
+    return cdiv(numel, chunk_entries(numel)) <= FUSED_MAX_CHUNKS
 
 
 def chunked_config(numel: int, n_buckets: int) -> Config:

@@ -167,6 +167,46 @@ def align_place_kernel(ids_ptr, counts_ptr, cumsum_ptr, sorted_ptr, expert_ids_p
                 BLOCK_E, BLOCK_J)
 
 
+@triton.jit(do_not_specialize=["numel", "n_chunks", "n_expert_ids", "blocks_per_program"])
+def align_scan_place_kernel(ids_ptr, counts_ptr, starts_ptr, cumsum_ptr, post_pad_ptr,
+                            sorted_ptr, expert_ids_ptr, numel, n_chunks, n_buckets,
+                            block_size, n_expert_ids, blocks_per_program,
+                            IGNORE_INVALID: tl.constexpr, SUB: tl.constexpr,
+                            BLOCK_E: tl.constexpr, BLOCK_J: tl.constexpr,
+                            BLOCK_C: tl.constexpr):
+    """The scan and the placement in one launch, for few chunks: each program sums every
+    chunk's counts itself (the totals, and the chunks before its own), so no third launch
+    waits on a one-program scan.  Its bucket starts reach its tokens through its own row of
+    ``starts_ptr`` (a gather by bucket through memory, behind a barrier); program 0 writes
+    ``cumsum_buffer`` and ``num_tokens_post_pad``."""
+    chunk = tl.program_id(0)
+    e = tl.arange(0, BLOCK_E)
+    total = tl.zeros([BLOCK_E], dtype=tl.int32)
+    before = tl.zeros([BLOCK_E], dtype=tl.int32)
+    for c0 in range(0, n_chunks, BLOCK_C):
+        c = c0 + tl.arange(0, BLOCK_C)
+        tile = tl.load(counts_ptr + c[:, None] * BLOCK_E + e[None, :],
+                       mask=(c < n_chunks)[:, None], other=0)
+        total += tl.sum(tile, axis=0)
+        before += tl.sum(tl.where((c < chunk)[:, None], tile, 0), axis=0)
+    padded = (total + block_size - 1) // block_size * block_size
+    ends = tl.cumsum(padded, axis=0)
+    if chunk == 0:
+        _starts(total, cumsum_ptr, post_pad_ptr, n_buckets, block_size, BLOCK_E)
+    tl.store(starts_ptr + chunk * BLOCK_E + e, ends - padded + before)
+    b = _buckets(ids_ptr, chunk * SUB, numel, n_buckets, IGNORE_INVALID, SUB, BLOCK_E)
+    bucket, pos, rank = _sorted_ranks(b, SUB)
+    ok = bucket < n_buckets
+    tl.debug_barrier()  # this program's row of starts, by any thread, before the gather
+    base = tl.load(starts_ptr + chunk * BLOCK_E + bucket, mask=ok, other=0)
+    tl.store(sorted_ptr + base + rank, chunk * SUB + pos, mask=ok)
+    n_blocks = tl.minimum(tl.max(ends, axis=0) // block_size, n_expert_ids)  # max: the total
+    first = chunk * blocks_per_program
+    _expert_ids(ends, expert_ids_ptr, first,
+                tl.minimum(first + blocks_per_program, n_blocks), n_buckets, block_size,
+                BLOCK_E, BLOCK_J)
+
+
 @triton.jit
 def _run_ends(bucket, SUB: tl.constexpr):
     """True where an entry (in key order) is the last of its bucket's run."""
