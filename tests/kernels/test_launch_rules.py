@@ -344,10 +344,12 @@ def test_moe_align_more_than_4096_buckets_take_the_torch_path(
     assert taken == ["triton", "torch"]
 
 
-def test_moe_align_rules_sort_chunks_and_a_junk_bucket() -> None:
+def test_moe_align_rules_sort_chunks_and_a_junk_bucket(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
     """The bucket lanes are a power of two above the bucket count (the last lane takes the
-    ids left out); the single program sorts all its tokens at once, the chunked path aims
-    at 128 chunks of 256-2048 tokens; the block lookup tile stays within ``TILE``."""
+    ids left out); the single program walks one-hot tiles of at most ``TILE`` values (or,
+    sorting, takes all its tokens at once), the chunked path aims at 128 chunks of
+    256-2048 tokens; the block lookup tile stays within ``TILE``."""
     for buckets in (1, 2, 3, 64, 65, 257, 1024, 4096):
         block_e = next_pow2(buckets + 1)
         assert block_e > buckets
@@ -359,6 +361,12 @@ def test_moe_align_rules_sort_chunks_and_a_junk_bucket() -> None:
             assert chunked == {"SUB": sub, "BLOCK_E": block_e, "BLOCK_J": steps}
         for numel, sub in ((1, 16), (2, 16), (17, 32), (32, 32), (1024, 1024)):
             one = align_launch.one_config(numel, buckets)
+            assert_launchable(one, (numel, buckets))
+            assert one == {"BLOCK_T": min(8192 // block_e, sub), "BLOCK_E": block_e,
+                           "BLOCK_J": steps, "BLOCK_F": 2048, "num_warps": 8}
+            monkeypatch.setattr(align_launch, "SORTED_ONE_LAUNCH", True)
+            one = align_launch.one_config(numel, buckets)
+            monkeypatch.setattr(align_launch, "SORTED_ONE_LAUNCH", False)
             assert_launchable(one, (numel, buckets))
             assert one == {"SUB": sub, "BLOCK_E": block_e, "BLOCK_J": steps,
                            "BLOCK_F": 2048, "num_warps": 8}

@@ -56,8 +56,7 @@ def test_moe_align(backend: str, gen: torch.Generator, case: tuple[int, int, int
     between them, three) on every case the single program does not take."""
     from sglang_shims.kernels.ops.moe_align import launch
 
-    if scan == "separate":
-        monkeypatch.setattr(launch, "FUSED_MAX_CHUNKS", 0)
+    monkeypatch.setattr(launch, "FUSED_MAX_CHUNKS", 16 if scan == "fused" else 0)
     tokens, k, experts, bs = case
     ids = torch.randint(-1, experts, (tokens, k), generator=gen).to(id_dtype).to(backend)
     n_buckets = experts + 1  # as sglang calls it

@@ -134,6 +134,20 @@ def test_one_launch_matches_reference(case: tuple[list[list[int]], int, int, boo
         align_and_compare(ids, n_buckets, bs, pad, ignore_invalid)
 
 
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=align_inputs())
+def test_sorted_one_launch_matches_reference(case: tuple[list[list[int]], int, int, bool,
+                                                         bool, bool]) -> None:
+    """The sorting single program (off until a GPU times it) on the same inputs."""
+    rows, n_buckets, bs, pad, ignore_invalid, wide = case
+    with triton_backend() as dev, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(L, "SORTED_ONE_LAUNCH", True)
+        ids = torch.tensor(rows, dtype=torch.int64 if wide else torch.int32, device=dev)
+        align_and_compare(ids, n_buckets, bs, pad, ignore_invalid,
+                          want_launches=["moe_align_one_sorted"])
+
+
 @pytest.mark.parametrize("pad", [True, False], ids=["pad", "nopad"])
 @pytest.mark.parametrize("ignore_invalid", [True, False], ids=["ignore", "keep"])
 @pytest.mark.parametrize("fill", [-1, 5, -4], ids=["all-minus-one", "all-past", "all-below"])
@@ -194,7 +208,7 @@ def test_both_paths_agree_across_the_entry_limit(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", 40)
     g = torch.Generator().manual_seed(8)
     with triton_backend() as dev:
-        for shape, want in (((5, 8), ONE), ((41, 1), TWO)):  # 40 and 41 entries
+        for shape, want in (((5, 8), ONE), ((41, 1), chunked(41))):  # 40 and 41 entries
             ids = torch.randint(-1, 9, shape, generator=g, dtype=torch.int32)
             align_and_compare(ids.to(dev), 10, 16, True, False, want_launches=want)
 
@@ -216,18 +230,26 @@ def test_dispatch_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _dispatch(8, 129, 64, True) == ONE  # 1 token, top-8 of 128: decode
     assert _dispatch(most_e, most_b, 16, False) == ONE
     assert _dispatch(most_e + 1, 129, 16, False) == chunked(most_e + 1)
-    assert _dispatch(8, most_b + 1, 16, False) == TWO
-    # the chunked path: the scan inside the placement up to FUSED_MAX_CHUNKS chunks
-    many = L.CHUNK_MIN * L.FUSED_MAX_CHUNKS
-    assert _dispatch(many, 129, 16, False) == TWO
-    assert _dispatch(many + 1, 129, 16, False) == THREE
+    assert _dispatch(8, most_b + 1, 16, False) == chunked(8)
     # the padding fill: one program writes at most ONE_LAUNCH_MAX_FILL slots alone
     assert align_buffers(most_e, 1000, 128, "cpu")[0].numel() > L.ONE_LAUNCH_MAX_FILL
-    assert _dispatch(most_e, 1000, 128, True) == TWO
+    assert _dispatch(most_e, 1000, 128, True) == chunked(most_e)
     assert _dispatch(most_e, 1000, 128, False) == ONE
     assert _dispatch(512, 257, 128, True) == ONE  # 64 tokens x top-8, DeepSeek V3
     monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", 0)  # the switch: all to the chunks
-    assert _dispatch(8, 129, 64, True) == TWO
+    assert _dispatch(8, 129, 64, True) == chunked(8)
+
+
+def test_dispatch_of_the_chunked_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three launches by default; with FUSED_MAX_CHUNKS the scan runs inside the placement
+    (two) up to that many chunks."""
+    many = L.CHUNK_MIN * 16
+    assert _dispatch(many, 129, 16, False) == THREE
+    monkeypatch.setattr(L, "FUSED_MAX_CHUNKS", 16)
+    assert _dispatch(many, 129, 16, False) == TWO
+    assert _dispatch(many + 1, 129, 16, False) == THREE
+    monkeypatch.setattr(L, "SORTED_ONE_LAUNCH", True)
+    assert _dispatch(8, 129, 64, True) == ["moe_align_one_sorted"]
 
 
 # ------------------------------------------------------------------ (3) no host reads

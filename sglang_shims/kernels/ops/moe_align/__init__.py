@@ -28,7 +28,7 @@ CUDA kernel would write outside its buffers).  Accepted beyond sgl-kernel: any s
 for the reductions.  Bucket counts above 4096 run on the plain-PyTorch path.
 
 On the Triton path small inputs take one single-program launch, larger ones three
-launches spread over chunks: ``launch.py`` gives the limits and the timings behind them.
+launches over sorted chunks: ``launch.py`` gives the limits and the timings behind them.
 """
 
 from __future__ import annotations
@@ -156,7 +156,8 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
                   sorted_token_ids: torch.Tensor, experts_ids: torch.Tensor,
                   num_tokens_post_pad: torch.Tensor, cumsum_buffer: torch.Tensor,
                   pad: bool, ignore_invalid: bool) -> None:
-    """The Triton path: one launch for small inputs (``launch.one_launch``), else three.
+    """The Triton path: one launch for small inputs (``launch.one_launch``), else three
+    (two with ``launch.FUSED_MAX_CHUNKS``).
 
     Every size here comes from shapes and arguments, so the launches can be captured in
     a CUDA graph.
@@ -169,10 +170,13 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
     numel = ids.numel()
     if launch.one_launch(numel, n_buckets, sorted_token_ids.numel(), pad):
         one = launch.one_config(numel, n_buckets)
-        key = ("moe_align_one", ids.dtype, one["SUB"], one["BLOCK_E"], pad, ignore_invalid)
-        launch_kernel(key, k.align_one_launch_kernel, (1,),
-                      ids, sorted_token_ids, experts_ids, num_tokens_post_pad, cumsum_buffer,
-                      numel, n_buckets, bs, sorted_token_ids.numel(), experts_ids.numel(),
+        sort = "SUB" in one
+        key = ("moe_align_one_sorted" if sort else "moe_align_one", ids.dtype,
+               one["SUB" if sort else "BLOCK_T"], one["BLOCK_E"], pad, ignore_invalid)
+        kernel = k.align_sorted_one_launch_kernel if sort else k.align_one_launch_kernel
+        launch_kernel(key, kernel, (1,), ids, sorted_token_ids, experts_ids,
+                      num_tokens_post_pad, cumsum_buffer, numel, n_buckets, bs,
+                      sorted_token_ids.numel(), experts_ids.numel(),
                       IGNORE_INVALID=ignore_invalid, PAD=pad, **one)
         return
     cfg = launch.chunked_config(numel, n_buckets)

@@ -4,20 +4,27 @@ the latter.
 Alignment on the Triton path takes one single-program launch for small inputs -- at most
 :data:`ONE_LAUNCH_MAX_ENTRIES` routed tokens and :data:`ONE_LAUNCH_MAX_BUCKETS` buckets,
 and with the padding fill at most :data:`ONE_LAUNCH_MAX_FILL` slots of
-``sorted_token_ids`` -- and three launches spread over chunks otherwise (see
+``sorted_token_ids`` -- and three launches over sorted chunks otherwise (see
 ``triton.py``).  Why: decode (1 to 64 tokens, top-k up to 8) runs this op every step, and
-there the three launches cost more than their work (on the H200, 1 token x top-8 of 128
-experts took 7.9 us against sgl-kernel's 4.5 us).  One program does the work serially, so
-it only pays while the input is small.  Compiled and timed on the H200 on 2026-12-02
-(top-8 of 128 experts, block 64, CUDA-graph replay): 4.0 us against 7.4 us for the three
-launches at 8 routed tokens, 8.5 against 9.8 us at 64, but 24.2 against 12.6 us at 256; a
-later run timed the one launch at 4.4 us at 8 and 11.4 us at 64.  So 64 is about where it
-stops paying, and :data:`ONE_LAUNCH_MAX_ENTRIES` is 32 (4 decode tokens at top-8; between
-8 and 64 entries, unmeasured, the time grows with the entries).  The other limits: 1024
-buckets covers 512-expert models (Qwen3-Next) and keeps the one-hot tiles at no fewer than
-8 tokens a step; 65536 slots caps the fill that one program writes alone at 256 KiB.  The
-tests raise the entry limit to :data:`ONE_LAUNCH_ON` (1024) to check the path on larger
-inputs too; so does ``benchmarks/kernels.py --moe-align-one-launch`` to time it there.
+there three launches cost more than their work (on the H200, 1 token x top-8 of 128
+experts took 7.9 us against sgl-kernel's 4.5 us).  The single program walks one-hot tiles
+serially, so it only pays while the input is small: timed on the H200 on 2026-12-02 (top-8
+of 128 experts, block 64, CUDA-graph replay) 4.0 us against 7.4 us for three launches at 8
+routed tokens, 8.5 against 9.8 us at 64, 24.2 against 12.6 us at 256, so
+:data:`ONE_LAUNCH_MAX_ENTRIES` is 32.  The other limits: 1024 buckets covers 512-expert
+models (Qwen3-Next) and keeps the one-hot tiles at no fewer than 8 tokens a step; 65536
+slots caps the fill that one program writes alone at 256 KiB.  The tests raise the entry
+limit to :data:`ONE_LAUNCH_ON` (1024) to check the path on larger inputs too; so does
+``benchmarks/kernels.py --moe-align-one-launch`` to time it there.
+
+The chunked path sorts chunks of :func:`chunk_entries` tokens, about
+:data:`CHUNK_PROGRAMS` of them.  On the H100 (2026-12-05,
+``benchmarks/results/kernels-moe-align-h100-2026-12-05.md``) it took 7.9-18.7 us from 256
+to 16384 tokens at top-8 of 128-384 experts, where the one-hot chunks before it took
+9.8-481 us and sgl-kernel 4.8-60 us; below about 2048 tokens its three launches (8-9 us
+together) are what is left of the gap.  :data:`FUSED_MAX_CHUNKS` and
+:data:`SORTED_ONE_LAUNCH` switch on two kernels meant to close it, off until a GPU has
+run and timed them.
 """
 
 from __future__ import annotations
@@ -42,10 +49,14 @@ FILL_STEP = 2048
 """Slots the single program fills per step."""
 COUNT_FILL_STEP = 1024
 """Slots each counting program of the three-launch path fills per step."""
-FUSED_MAX_CHUNKS = 16
+FUSED_MAX_CHUNKS = 0
 """Up to this many chunks the scan runs inside the placing programs (two launches, each
-program summing every chunk's counts); above it a one-program scan between them (three);
-0 turns the two-launch path off."""
+program summing every chunk's counts); above it a one-program scan between them (three).
+0: off, until a GPU has run and timed it (16 is the value to time first)."""
+SORTED_ONE_LAUNCH = False
+"""The single program sorts (``align_sorted_one_launch_kernel``) instead of walking one-hot
+tiles: off until a GPU has run and timed it (its first version, counting with
+``tl.histogram``, took 12.2 against 5.2 us for one token of 512 experts on the H100)."""
 CHUNK_PROGRAMS = 128
 """The three-launch path aims at this many chunks (about one per SM of an H100/H200)..."""
 CHUNK_MIN = 256
@@ -70,11 +81,14 @@ def _steps(block_e: int) -> int:
 
 
 def one_config(numel: int, n_buckets: int) -> Config:
-    """The single-program kernel's blocks for ``numel`` routed tokens: all of them sorted
-    at once."""
+    """The single-program kernel's blocks for ``numel`` routed tokens: one-hot tiles of
+    ``BLOCK_T`` tokens (``TILE`` values at most), or with :data:`SORTED_ONE_LAUNCH` all of
+    them sorted at once (``SUB``)."""
     block_e = _block_e(n_buckets)
-    return {"SUB": max(16, next_pow2(numel)), "BLOCK_E": block_e, "BLOCK_J": _steps(block_e),
-            "BLOCK_F": FILL_STEP, "num_warps": ONE_LAUNCH_WARPS}
+    tokens = {"SUB": max(16, next_pow2(numel))} if SORTED_ONE_LAUNCH else {
+        "BLOCK_T": min(TILE // block_e, max(16, next_pow2(numel)))}
+    return {**tokens, "BLOCK_E": block_e, "BLOCK_J": _steps(block_e), "BLOCK_F": FILL_STEP,
+            "num_warps": ONE_LAUNCH_WARPS}
 
 
 def chunk_entries(numel: int) -> int:
