@@ -4,17 +4,16 @@ routed tokens and the top-k reduction.
 
 Imported only when one of those ops first runs on the Triton path.
 
-Alignment sorts.  A chunk of ``SUB`` routed tokens becomes ``SUB`` keys ``bucket * SUB +
-position`` (ids left out go to a junk bucket past the real ones, so ``BLOCK_E`` is a power
-of two above the bucket count), sorted in registers with ``tl.sort``; in key order a
-token's rank inside its bucket is its place in a run of equal buckets, which one
-segmented scan (``_run_length``) gives.  Its slot is then its bucket's start, read from
-memory by bucket (a gather through L1), plus that rank.  The work per token is
-``O(log^2 SUB)`` whatever the bucket count; the version before this one built a
+Large inputs are aligned by sorting.  A chunk of ``SUB`` routed tokens becomes ``SUB`` keys
+``bucket * SUB + position`` (ids left out go to a junk bucket past the real ones, so
+``BLOCK_E`` is a power of two above the bucket count), sorted in registers with
+``tl.sort``; in key order a token's rank inside its bucket is its place in a run of equal
+buckets, which one segmented scan (``_same_run``) gives.  Its slot is then its bucket's
+start, read from memory by bucket (a gather through L1), plus that rank.  The work per
+token is ``O(log^2 SUB)`` whatever the bucket count; the chunks before these built a
 ``[tokens, buckets]`` one-hot tile per step, ``O(buckets)`` per token, which at 257
-buckets held 16 tokens a step and made the large inputs 3-8x slower than sgl-kernel.
-
-Large inputs take three launches over chunks:
+buckets held 16 tokens a step (16384 tokens x top-8 of 256 experts: 481 us on an H100,
+now 19 us, sgl-kernel 44 us).  Three launches:
 
 1. ``align_count_kernel``: each chunk's per-bucket counts (``tl.histogram``) into a
    ``[chunks, BLOCK_E]`` scratch (no atomics), and the chunk's share of the
