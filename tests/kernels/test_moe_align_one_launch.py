@@ -134,14 +134,15 @@ def test_one_launch_matches_reference(case: tuple[list[list[int]], int, int, boo
         align_and_compare(ids, n_buckets, bs, pad, ignore_invalid)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True,
+@settings(max_examples=10, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=align_inputs())
 def test_sorted_one_launch_matches_reference(case: tuple[list[list[int]], int, int, bool,
                                                          bool, bool]) -> None:
-    """The sorting single program (off until a GPU times it) on the same inputs: fewer of
-    them than the shipped program gets (its scans run element by element under the
-    interpreter: 60 examples took 23 s of CI); the GPU run that switches it on runs more."""
+    """The sorting single program (off until a GPU times it) on the same inputs: ten of
+    them, against the shipped program's 150 (its scans run element by element under the
+    interpreter, 0.7 s an example: 60 took 23 s of CI); the GPU run that switches it on
+    runs it with more."""
     rows, n_buckets, bs, pad, ignore_invalid, wide = case
     with triton_backend() as dev, pytest.MonkeyPatch.context() as mp:
         mp.setattr(L, "SORTED_ONE_LAUNCH", True)
