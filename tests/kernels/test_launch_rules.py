@@ -327,6 +327,15 @@ def test_moe_align_steps_and_tiles_are_powers_of_two() -> None:
         assert is_pow2(step), step
 
 
+def test_moe_align_scan_inside_the_placement_only_when_switched_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off as shipped (0 chunks); with a limit, up to that many chunks and no more."""
+    assert not any(align_launch.fused(n) for n in (1, 33, 256, 4096, 10**6))
+    monkeypatch.setattr(align_launch, "FUSED_MAX_CHUNKS", 16)
+    assert align_launch.fused(33) and align_launch.fused(16 * 256)
+    assert not align_launch.fused(16 * 256 + 1)
+
+
 def test_moe_align_more_than_4096_buckets_take_the_torch_path(
         monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch", reason="torch is not installed")

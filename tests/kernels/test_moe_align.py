@@ -126,6 +126,14 @@ def test_moe_sum_reduce(backend: str, gen: torch.Generator, shape: tuple[int, in
     assert_close(out, x.double().sum(dim=1), dtype, "moe_sum")
 
 
+def test_moe_sum_reduce_default_factor_is_sgl_kernels_zero(backend: str) -> None:
+    """Called without a factor, the output is 0 x the sum, as sgl-kernel's default makes it."""
+    x = torch.ones(3, 2, 8, dtype=torch.float32, device=backend)
+    out = torch.full((3, 8), 7.0, dtype=torch.float32, device=backend)
+    K.moe_sum_reduce(x, out)
+    assert out.tolist() == [[0.0] * 8] * 3
+
+
 def test_moe_sum_layouts(backend: str, gen: torch.Generator) -> None:
     """A strided input (a slice) and an output that is a column slice of a wider buffer."""
     big = torch.randn(4, 3, 200, generator=gen).to(backend)

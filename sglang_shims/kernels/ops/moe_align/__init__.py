@@ -182,19 +182,16 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
     cfg = launch.chunked_config(numel, n_buckets)
     sub, block_e, rows = cfg["SUB"], cfg["BLOCK_E"], cfg["BLOCK_J"]
     n_chunks = cdiv(numel, sub)
-    two = launch.fused(numel)
-    scratch = torch.empty((2 if two else 1) * n_chunks * block_e, dtype=torch.int32,
-                          device=ids.device)
-    counts = scratch[:n_chunks * block_e]
+    counts = torch.empty(n_chunks * block_e, dtype=torch.int32, device=ids.device)
     n_sorted = sorted_token_ids.numel()
     common = (ids.dtype, sub, block_e, ignore_invalid)
     launch_kernel(("moe_align_count", pad, *common), k.align_count_kernel, (n_chunks,),
                   ids, counts, sorted_token_ids, numel, n_buckets, n_sorted,
                   cdiv(n_sorted, n_chunks), IGNORE_INVALID=ignore_invalid, SUB=sub,
                   BLOCK_E=block_e, PAD=pad, BLOCK_F=launch.COUNT_FILL_STEP)
-    if two:
+    if launch.fused(numel):
         launch_kernel(("moe_align_scan_place", *common, rows), k.align_scan_place_kernel,
-                      (n_chunks,), ids, counts, scratch[n_chunks * block_e:], cumsum_buffer,
+                      (n_chunks,), ids, counts, torch.empty_like(counts), cumsum_buffer,
                       num_tokens_post_pad, sorted_token_ids, experts_ids, numel, n_chunks,
                       n_buckets, bs, experts_ids.numel(), cdiv(experts_ids.numel(), n_chunks),
                       IGNORE_INVALID=ignore_invalid, SUB=sub, BLOCK_E=block_e, BLOCK_J=rows,
