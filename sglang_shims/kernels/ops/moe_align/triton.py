@@ -266,11 +266,11 @@ def _run_ends(bucket, SUB: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["numel", "n_sorted", "n_expert_ids"])
-def align_sorted_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, cumsum_ptr,
-                            numel, n_buckets, block_size, n_sorted, n_expert_ids,
-                            IGNORE_INVALID: tl.constexpr, PAD: tl.constexpr,
-                            SUB: tl.constexpr, BLOCK_E: tl.constexpr,
-                            BLOCK_J: tl.constexpr, BLOCK_F: tl.constexpr):
+def align_sorted_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr,
+                                   cumsum_ptr, numel, n_buckets, block_size, n_sorted,
+                                   n_expert_ids, IGNORE_INVALID: tl.constexpr,
+                                   PAD: tl.constexpr, SUB: tl.constexpr, BLOCK_E: tl.constexpr,
+                                   BLOCK_J: tl.constexpr, BLOCK_F: tl.constexpr):
     """The whole alignment in one program (grid ``(1,)``), by sorting: not shipped until a GPU
     has run and timed it (``launch.SORTED_ONE_LAUNCH``).
 
