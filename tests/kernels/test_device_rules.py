@@ -127,3 +127,33 @@ def test_the_device_is_read_from_torch_once(monkeypatch: pytest.MonkeyPatch) -> 
         assert reads == [0, 1, 2]
     finally:
         cuda_device.cache_clear()
+
+
+@pytest.mark.parametrize("routed", [8, 512, 20000])  # one program, three launches, 10 chunks
+def test_moe_align_and_sum_launch_with_pdl_where_the_gpu_has_it(
+        monkeypatch: pytest.MonkeyPatch, routed: int) -> None:
+    """Every launch of the MoE plumbing asks for PDL on sm_90+ (its kernels wait for the one
+    before them) and none below; the cache key tells the two compilations apart."""
+    need("torch")
+    import torch
+
+    from sglang_shims.kernels.ops import moe_align as A
+
+    monkeypatch.setattr(runtime, "PDL_SHIPPED", True)
+    ids = torch.zeros(routed, dtype=torch.int32)
+    bufs = [torch.empty(n, dtype=torch.int32)
+            for n in (routed + 64 * 9, routed // 64 + 10, 1, 10)]
+
+    def both() -> None:
+        A.moe_align_block_size(ids, 9, 64, *bufs)
+        A.moe_sum_reduce(torch.ones(2, 8, 64), torch.empty(2, 64), 1.0)
+
+    keys: dict[bool, set[Any]] = {}
+    for dev, on in ((SM90, True), (SM120, True), (SM86, False)):
+        launches = _recorded(dev, both)
+        assert len(launches) >= 2
+        for rec in launches:
+            assert rec.kwargs.get("launch_pdl", False) is on, rec.key
+            assert rec.kwargs.get("USE_PDL", False) is on, rec.key
+        keys.setdefault(on, set()).update(rec.key for rec in launches)
+    assert not keys[True] & keys[False]

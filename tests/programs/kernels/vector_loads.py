@@ -36,7 +36,7 @@ def token(align):
 def moe_sum(align):
     return {"x_ptr": "*bf16", "out_ptr": "*bf16", "hidden_q": "i32", "topk": "i32",
             "stride_xt_q": "i32", "stride_xk_q": "i32", "stride_o_q": "i32", "scale": "fp32",
-            "BLOCK_H": 1024, "SCALE": False, "ALIGN": align}
+            "BLOCK_H": 1024, "SCALE": False, "ALIGN": align, "USE_PDL": False}
 
 
 def loads(kernel, params):

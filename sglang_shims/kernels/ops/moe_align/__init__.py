@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...compile_lock import launch_kernel
-from ...runtime import cdiv, use_triton, vector_align
+from ...runtime import cdiv, pdl_options, use_pdl, use_triton, vector_align
 from . import launch
 
 if TYPE_CHECKING:
@@ -168,42 +168,44 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
 
     ids = topk_ids if topk_ids.is_contiguous() else topk_ids.contiguous()
     numel = ids.numel()
+    pdl = use_pdl(ids)
+    opts = pdl_options(pdl)
     if launch.one_launch(numel, n_buckets, sorted_token_ids.numel(), pad):
         one = launch.one_config(numel, n_buckets)
         sort = "SUB" in one
         key = ("moe_align_one_sorted" if sort else "moe_align_one", ids.dtype,
-               one["SUB" if sort else "BLOCK_T"], one["BLOCK_E"], pad, ignore_invalid)
+               one["SUB" if sort else "BLOCK_T"], one["BLOCK_E"], pad, ignore_invalid, pdl)
         kernel = k.align_sorted_one_launch_kernel if sort else k.align_one_launch_kernel
         launch_kernel(key, kernel, (1,), ids, sorted_token_ids, experts_ids,
                       num_tokens_post_pad, cumsum_buffer, numel, n_buckets, bs,
                       sorted_token_ids.numel(), experts_ids.numel(),
-                      IGNORE_INVALID=ignore_invalid, PAD=pad, **one)
+                      IGNORE_INVALID=ignore_invalid, PAD=pad, **one, **opts)
         return
     cfg = launch.chunked_config(numel, n_buckets)
     sub, block_e, rows = cfg["SUB"], cfg["BLOCK_E"], cfg["BLOCK_J"]
     n_chunks = cdiv(numel, sub)
     counts = torch.empty(n_chunks * block_e, dtype=torch.int32, device=ids.device)
     n_sorted = sorted_token_ids.numel()
-    common = (ids.dtype, sub, block_e, ignore_invalid)
+    common = (ids.dtype, sub, block_e, ignore_invalid, pdl)
     launch_kernel(("moe_align_count", pad, *common), k.align_count_kernel, (n_chunks,),
                   ids, counts, sorted_token_ids, numel, n_buckets, n_sorted,
                   cdiv(n_sorted, n_chunks), IGNORE_INVALID=ignore_invalid, SUB=sub,
-                  BLOCK_E=block_e, PAD=pad, BLOCK_F=launch.COUNT_FILL_STEP)
+                  BLOCK_E=block_e, PAD=pad, BLOCK_F=launch.COUNT_FILL_STEP, **opts)
     if launch.fused(numel):
         launch_kernel(("moe_align_scan_place", *common, rows), k.align_scan_place_kernel,
                       (n_chunks,), ids, counts, torch.empty_like(counts), cumsum_buffer,
                       num_tokens_post_pad, sorted_token_ids, experts_ids, numel, n_chunks,
                       n_buckets, bs, experts_ids.numel(), cdiv(experts_ids.numel(), n_chunks),
                       IGNORE_INVALID=ignore_invalid, SUB=sub, BLOCK_E=block_e, BLOCK_J=rows,
-                      BLOCK_C=rows)
+                      BLOCK_C=rows, **opts)
         return
-    launch_kernel(("moe_align_scan", block_e, rows), k.align_scan_kernel, (1,),
+    launch_kernel(("moe_align_scan", block_e, rows, pdl), k.align_scan_kernel, (1,),
                   counts, cumsum_buffer, num_tokens_post_pad, n_chunks, n_buckets, bs,
-                  BLOCK_C=rows, BLOCK_E=block_e)
+                  BLOCK_C=rows, BLOCK_E=block_e, **opts)
     launch_kernel(("moe_align_place", *common, rows), k.align_place_kernel, (n_chunks,),
                   ids, counts, cumsum_buffer, sorted_token_ids, experts_ids, numel, n_buckets,
                   bs, experts_ids.numel(), cdiv(experts_ids.numel(), n_chunks),
-                  IGNORE_INVALID=ignore_invalid, SUB=sub, BLOCK_E=block_e, BLOCK_J=rows)
+                  IGNORE_INVALID=ignore_invalid, SUB=sub, BLOCK_E=block_e, BLOCK_J=rows, **opts)
 
 
 def moe_sum_reduce(input_tensor: torch.Tensor, output_tensor: torch.Tensor,
@@ -247,9 +249,11 @@ def sum_into(input: torch.Tensor, output: torch.Tensor, scale: float | None) -> 
     cfg = launch.sum_config(tokens, hidden)
     strides = (x.stride(0), x.stride(1), out.stride(0))
     align = vector_align(min(x.element_size(), out.element_size()), hidden, *strides)
-    key = ("moe_sum", x.dtype, cfg["BLOCK_H"], cfg["num_warps"], scale is not None, align)
+    pdl = use_pdl(x)
+    key = ("moe_sum", x.dtype, cfg["BLOCK_H"], cfg["num_warps"], scale is not None, align, pdl)
     launch_kernel(key, moe_sum_kernel, launch.sum_grid(tokens, hidden, cfg),
                   x, out, hidden // align, topk, *(s // align for s in strides),
-                  1.0 if scale is None else scale, SCALE=scale is not None, ALIGN=align, **cfg)
+                  1.0 if scale is None else scale, SCALE=scale is not None, ALIGN=align, **cfg,
+                  **pdl_options(pdl))
     if out is not output:
         output.copy_(out)

@@ -44,6 +44,8 @@ from __future__ import annotations
 import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
 import triton.language as tl  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
+from ..shared import pdl_prologue
+
 
 @triton.jit
 def _buckets(ids_ptr, first, numel, n_buckets, IGNORE_INVALID: tl.constexpr,
@@ -121,7 +123,9 @@ def _fill(sorted_ptr, start, end, numel, BLOCK_F: tl.constexpr):
 def align_count_kernel(ids_ptr, counts_ptr, sorted_ptr, numel, n_buckets, n_sorted,
                        fill_per_program, IGNORE_INVALID: tl.constexpr,
                        SUB: tl.constexpr, BLOCK_E: tl.constexpr, PAD: tl.constexpr,
-                       BLOCK_F: tl.constexpr):
+                       BLOCK_F: tl.constexpr,
+                       USE_PDL: tl.constexpr = False):
+    pdl_prologue(USE_PDL)
     chunk = tl.program_id(0)
     b = _buckets(ids_ptr, chunk * SUB, numel, n_buckets, IGNORE_INVALID, SUB, BLOCK_E)
     e = tl.arange(0, BLOCK_E)
@@ -134,7 +138,9 @@ def align_count_kernel(ids_ptr, counts_ptr, sorted_ptr, numel, n_buckets, n_sort
 
 @triton.jit(do_not_specialize=["n_chunks"])
 def align_scan_kernel(counts_ptr, cumsum_ptr, post_pad_ptr, n_chunks, n_buckets, block_size,
-                      BLOCK_C: tl.constexpr, BLOCK_E: tl.constexpr):
+                      BLOCK_C: tl.constexpr, BLOCK_E: tl.constexpr,
+                      USE_PDL: tl.constexpr = False):
+    pdl_prologue(USE_PDL)
     e = tl.arange(0, BLOCK_E)
     carry = tl.zeros([BLOCK_E], dtype=tl.int32)
     for c0 in range(0, n_chunks, BLOCK_C):
@@ -151,7 +157,9 @@ def align_scan_kernel(counts_ptr, cumsum_ptr, post_pad_ptr, n_chunks, n_buckets,
 def align_place_kernel(ids_ptr, counts_ptr, cumsum_ptr, sorted_ptr, expert_ids_ptr, numel,
                        n_buckets, block_size, n_expert_ids, blocks_per_program,
                        IGNORE_INVALID: tl.constexpr, SUB: tl.constexpr,
-                       BLOCK_E: tl.constexpr, BLOCK_J: tl.constexpr):
+                       BLOCK_E: tl.constexpr, BLOCK_J: tl.constexpr,
+                       USE_PDL: tl.constexpr = False):
+    pdl_prologue(USE_PDL)
     chunk = tl.program_id(0)
     b = _buckets(ids_ptr, chunk * SUB, numel, n_buckets, IGNORE_INVALID, SUB, BLOCK_E)
     bucket, pos, rank = _sorted_ranks(b, SUB)
@@ -175,12 +183,14 @@ def align_scan_place_kernel(ids_ptr, counts_ptr, starts_ptr, cumsum_ptr, post_pa
                             block_size, n_expert_ids, blocks_per_program,
                             IGNORE_INVALID: tl.constexpr, SUB: tl.constexpr,
                             BLOCK_E: tl.constexpr, BLOCK_J: tl.constexpr,
-                            BLOCK_C: tl.constexpr):
+                            BLOCK_C: tl.constexpr,
+                            USE_PDL: tl.constexpr = False):
     """The scan and the placement in one launch, for few chunks: each program sums every
     chunk's counts itself (the totals, and the chunks before its own), so no third launch
     waits on a one-program scan.  Its bucket starts reach its tokens through its own row of
     ``starts_ptr`` (a gather by bucket through memory, behind a barrier); program 0 writes
     ``cumsum_buffer`` and ``num_tokens_post_pad``."""
+    pdl_prologue(USE_PDL)
     chunk = tl.program_id(0)
     e = tl.arange(0, BLOCK_E)
     total = tl.zeros([BLOCK_E], dtype=tl.int32)
@@ -225,7 +235,8 @@ def align_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, c
                             numel, n_buckets, block_size, n_sorted, n_expert_ids,
                             IGNORE_INVALID: tl.constexpr, PAD: tl.constexpr,
                             BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr,
-                            BLOCK_J: tl.constexpr, BLOCK_F: tl.constexpr):
+                            BLOCK_J: tl.constexpr, BLOCK_F: tl.constexpr,
+                            USE_PDL: tl.constexpr = False):
     """The whole alignment in one program (grid ``(1,)``), for decode-sized inputs.
 
     Fill, count, starts, ``expert_ids`` and placement, in that order, over one-hot tiles
@@ -237,6 +248,7 @@ def align_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, c
     slots: the barrier between them makes every thread's fill store land before any
     thread's token store.
     """
+    pdl_prologue(USE_PDL)
     if PAD:
         _fill(sorted_ptr, 0, n_sorted, numel, BLOCK_F)
     counts = tl.zeros([BLOCK_E], dtype=tl.int32)
@@ -270,7 +282,8 @@ def align_sorted_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad
                                    cumsum_ptr, numel, n_buckets, block_size, n_sorted,
                                    n_expert_ids, IGNORE_INVALID: tl.constexpr,
                                    PAD: tl.constexpr, SUB: tl.constexpr, BLOCK_E: tl.constexpr,
-                                   BLOCK_J: tl.constexpr, BLOCK_F: tl.constexpr):
+                                   BLOCK_J: tl.constexpr, BLOCK_F: tl.constexpr,
+                                   USE_PDL: tl.constexpr = False):
     """The whole alignment in one program (grid ``(1,)``), by sorting: not shipped until a GPU
     has run and timed it (``launch.SORTED_ONE_LAUNCH``).
 
@@ -283,6 +296,7 @@ def align_sorted_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad
     the bucket starts to the placement.  Each barrier makes every thread's stores land
     before any thread reads or overwrites them.
     """
+    pdl_prologue(USE_PDL)
     if PAD:
         _fill(sorted_ptr, 0, n_sorted, numel, BLOCK_F)
     b = _buckets(ids_ptr, 0, numel, n_buckets, IGNORE_INVALID, SUB, BLOCK_E)
@@ -309,7 +323,9 @@ def align_sorted_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad
 # specialised (one binary a width class).
 @triton.jit(do_not_specialize=["hidden_q", "stride_xt_q", "stride_xk_q", "stride_o_q"])
 def moe_sum_kernel(x_ptr, out_ptr, hidden_q, topk, stride_xt_q, stride_xk_q, stride_o_q, scale,
-                   BLOCK_H: tl.constexpr, SCALE: tl.constexpr, ALIGN: tl.constexpr = 1):
+                   BLOCK_H: tl.constexpr, SCALE: tl.constexpr, ALIGN: tl.constexpr = 1,
+                   USE_PDL: tl.constexpr = False):
+    pdl_prologue(USE_PDL)
     hidden = hidden_q * ALIGN
     token = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
