@@ -688,14 +688,12 @@ def main() -> int:
     parser.add_argument("--ops", default="", help="comma-separated op names to time (all)")
     parser.add_argument("--moe-align-one-launch", action="store_true",
                         help="time moe_align_block_size's single-program path up to 1024 "
-                             "routed tokens (shipped on up to 32, where it measured faster)")
-    parser.add_argument("--moe-align-sorted", action="store_true",
-                        help="moe_align_block_size's single program sorts (launch."
-                             "SORTED_ONE_LAUNCH, off until timed)")
+                             "routed tokens at every bucket count (shipped where it "
+                             "measured faster: launch.one_launch_limit)")
     parser.add_argument("--moe-align-fused", type=int, default=None, metavar="CHUNKS",
                         help="moe_align_block_size's chunked path runs the scan inside the"
-                             " placement up to CHUNKS chunks (launch.FUSED_MAX_CHUNKS, 0 as"
-                             " shipped)")
+                             " placement up to CHUNKS chunks at any bucket count (0: never;"
+                             " shipped: launch.fused)")
     parser.add_argument("--shapes", choices=("default", "models"), default="default",
                         help="default: hidden 4096/8192 at 1-16384 tokens; models: every"
                              " width of benchmarks/model_shapes.toml")
@@ -722,14 +720,13 @@ def main() -> int:
         launch.ONE_LAUNCH_MAX_ENTRIES = launch.ONE_LAUNCH_ON
         print("moe_align_block_size: single-program path on up to "
               f"{launch.ONE_LAUNCH_ON} routed tokens")
-    if args.moe_align_sorted or args.moe_align_fused is not None:
+    if args.moe_align_fused is not None:
         from sglang_shims.kernels.ops.moe_align import launch
 
-        launch.SORTED_ONE_LAUNCH = args.moe_align_sorted
-        if args.moe_align_fused is not None:
-            launch.FUSED_MAX_CHUNKS = args.moe_align_fused
-        print(f"moe_align_block_size: sorting single program {launch.SORTED_ONE_LAUNCH},"
-              f" scan inside the placement up to {launch.FUSED_MAX_CHUNKS} chunks")
+        launch.FUSED_MAX_CHUNKS = args.moe_align_fused
+        launch.FUSED_MAX_LANES = launch.MAX_BUCKETS * 2
+        print("moe_align_block_size: scan inside the placement up to"
+              f" {launch.FUSED_MAX_CHUNKS} chunks")
     if not torch.cuda.is_available():
         print("benchmarks/kernels.py needs a CUDA GPU", file=sys.stderr)
         return 2

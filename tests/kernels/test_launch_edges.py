@@ -355,15 +355,17 @@ def test_moe_sum(device: str, gen: torch.Generator, case: tuple[int, int],
 
 def align_cases() -> list[tuple[int, int, int]]:
     """(routed tokens, buckets, block size): around the single-program limit, around a
-    chunk of the three launches, bucket counts around a power of two, and the single
-    program's chunks at its bucket limit."""
-    most = align_launch.ONE_LAUNCH_MAX_ENTRIES
+    chunk of the two launches and of the three (512 bucket lanes), bucket counts around a
+    power of two, and the single program's sort at its bucket limit."""
+    most = align_launch.one_launch_limit(65)
     chunk = align_launch.chunked_config(most + 1, 65)["SUB"]
     cases = [(n, 65, 16) for n in around(most)]
     cases += [(n, 65, 16) for n in around(max(2, cdiv(most + 2, chunk)) * chunk)]
+    cases += [(n, 257, 16) for n in around(2 * chunk)]
     cases += [(most + 9, b, 4) for b in around(64)]
     # the single program's sort at a power of two, at its bucket limit
-    cases += [(n, align_launch.ONE_LAUNCH_MAX_BUCKETS, 1) for n in around(most // 2)]
+    top = align_launch.ONE_LAUNCH_MAX_BUCKETS
+    cases += [(n, top, 1) for n in around(align_launch.one_launch_limit(top) // 2)]
     return cases
 
 
@@ -576,8 +578,9 @@ def test_the_cases_take_every_branch() -> None:
     assert {r for r, _, _ in group_cases()} >= {PREFILL}
     assert {r for r, _ in sum_cases()} >= {DECODE, PREFILL}
     assert {m <= DECODE for m, _, _ in mm_cases(True)} == {True, False}
-    most = align_launch.ONE_LAUNCH_MAX_ENTRIES
-    assert {n <= most for n, _, _ in align_cases()} == {True, False}
+    paths = {"one" if align_launch.one_launch(n, b, 0, False) else
+             "two" if align_launch.fused(n, b) else "three" for n, b, _ in align_cases()}
+    assert paths == {"one", "two", "three"}
     low, mid, high = aligned_edges(lambda r: norm_launch.config(r, 100, False), "BLOCK_M",
                                    PREFILL)
     block = norm_launch.config(PREFILL, 100, False)["BLOCK_M"]

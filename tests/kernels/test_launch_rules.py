@@ -307,16 +307,28 @@ def test_quant_sweep_spaces_keep_the_fixed_block_and_their_bounds() -> None:
 # ------------------------------------------------------------------ moe_align / moe_sum
 
 
-def test_moe_align_one_launch_only_while_small() -> None:
-    most = align_launch.ONE_LAUNCH_MAX_ENTRIES
-    buckets, fill = align_launch.ONE_LAUNCH_MAX_BUCKETS, align_launch.ONE_LAUNCH_MAX_FILL
-    assert align_launch.one_launch(1, 8, 10, True) and align_launch.one_launch(most, buckets,
-                                                                               fill, True)
-    assert not align_launch.one_launch(0, 8, 10, True)
-    assert not align_launch.one_launch(most + 1, 8, 10, True)
-    assert not align_launch.one_launch(1, buckets + 1, 10, True)
-    assert not align_launch.one_launch(1, 8, fill + 1, True)
-    assert align_launch.one_launch(1, 8, fill + 1, False)
+@pytest.mark.parametrize(("buckets", "most"), [
+    (1, 256), (9, 256), (65, 256), (127, 256),  # up to 128 lanes: 256 routed tokens
+    (128, 128), (161, 128), (255, 128),  # 256 lanes: 128
+    (256, 64), (385, 64), (511, 64),  # 512 lanes: 64
+    (512, 128), (513, 128), (1024, 128)])  # 1024 lanes and more: 128 again (measured)
+def test_moe_align_one_launch_only_while_small(buckets: int, most: int) -> None:
+    fill = align_launch.ONE_LAUNCH_MAX_FILL
+    assert align_launch.one_launch_limit(buckets) == most
+    assert align_launch.one_launch(1, buckets, 10, True)
+    assert align_launch.one_launch(most, buckets, fill, True)
+    assert not align_launch.one_launch(0, buckets, 10, True)
+    assert not align_launch.one_launch(most + 1, buckets, 10, True)
+    assert not align_launch.one_launch(1, buckets, fill + 1, True)
+    assert align_launch.one_launch(1, buckets, fill + 1, False)
+    assert not align_launch.one_launch(1, align_launch.ONE_LAUNCH_MAX_BUCKETS + 1, 10, True)
+
+
+def test_moe_align_one_launch_limit_overridden(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A number in ONE_LAUNCH_MAX_ENTRIES holds for every bucket count (0: never)."""
+    for limit in (0, 40, align_launch.ONE_LAUNCH_ON):
+        monkeypatch.setattr(align_launch, "ONE_LAUNCH_MAX_ENTRIES", limit)
+        assert {align_launch.one_launch_limit(b) for b in (1, 257, 1024)} == {limit}
 
 
 def test_moe_align_steps_and_tiles_are_powers_of_two() -> None:
@@ -327,13 +339,17 @@ def test_moe_align_steps_and_tiles_are_powers_of_two() -> None:
         assert is_pow2(step), step
 
 
-def test_moe_align_scan_inside_the_placement_only_when_switched_on(
+def test_moe_align_scan_inside_the_placement_up_to_16_chunks_of_256_lanes(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Off as shipped (0 chunks); with a limit, up to that many chunks and no more."""
-    assert not any(align_launch.fused(n) for n in (1, 33, 256, 4096, 10**6))
-    monkeypatch.setattr(align_launch, "FUSED_MAX_CHUNKS", 16)
-    assert align_launch.fused(33) and align_launch.fused(16 * 256)
-    assert not align_launch.fused(16 * 256 + 1)
+    """Two launches up to 16 chunks (of 256 routed tokens: 4096) while the bucket lanes are
+    at most 256 (255 buckets); three beyond either; 0 chunks turns it off."""
+    for buckets in (9, 65, 128, 255):
+        assert align_launch.fused(33, buckets) and align_launch.fused(16 * 256, buckets)
+        assert not align_launch.fused(16 * 256 + 1, buckets)
+    for buckets in (256, 257, 513):
+        assert not any(align_launch.fused(n, buckets) for n in (33, 256, 4096))
+    monkeypatch.setattr(align_launch, "FUSED_MAX_CHUNKS", 0)
+    assert not any(align_launch.fused(n, 9) for n in (1, 33, 256, 4096, 10**6))
 
 
 def test_moe_align_more_than_4096_buckets_take_the_torch_path(
@@ -353,12 +369,10 @@ def test_moe_align_more_than_4096_buckets_take_the_torch_path(
     assert taken == ["triton", "torch"]
 
 
-def test_moe_align_rules_sort_chunks_and_a_junk_bucket(monkeypatch: pytest.MonkeyPatch
-                                                        ) -> None:
+def test_moe_align_rules_sort_chunks_and_a_junk_bucket() -> None:
     """The bucket lanes are a power of two above the bucket count (the last lane takes the
-    ids left out); the single program walks one-hot tiles of at most ``TILE`` values (or,
-    sorting, takes all its tokens at once), the chunked path aims at 128 chunks of
-    256-2048 tokens; the block lookup tile stays within ``TILE``."""
+    ids left out); the single program sorts all its tokens at once, the chunked path aims
+    at 128 chunks of 256-2048 tokens; the block lookup tile stays within ``TILE``."""
     for buckets in (1, 2, 3, 64, 65, 257, 1024, 4096):
         block_e = next_pow2(buckets + 1)
         assert block_e > buckets
@@ -370,12 +384,6 @@ def test_moe_align_rules_sort_chunks_and_a_junk_bucket(monkeypatch: pytest.Monke
             assert chunked == {"SUB": sub, "BLOCK_E": block_e, "BLOCK_J": steps}
         for numel, sub in ((1, 16), (2, 16), (17, 32), (32, 32), (1024, 1024)):
             one = align_launch.one_config(numel, buckets)
-            assert_launchable(one, (numel, buckets))
-            assert one == {"BLOCK_T": min(8192 // block_e, sub), "BLOCK_E": block_e,
-                           "BLOCK_J": steps, "BLOCK_F": 2048, "num_warps": 8}
-            monkeypatch.setattr(align_launch, "SORTED_ONE_LAUNCH", True)
-            one = align_launch.one_config(numel, buckets)
-            monkeypatch.setattr(align_launch, "SORTED_ONE_LAUNCH", False)
             assert_launchable(one, (numel, buckets))
             assert one == {"SUB": sub, "BLOCK_E": block_e, "BLOCK_J": steps,
                            "BLOCK_F": 2048, "num_warps": 8}

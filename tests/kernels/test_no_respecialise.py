@@ -145,7 +145,8 @@ def _ops() -> dict[str, tuple[Callable[[int], object], tuple[str, ...]]]:
         "moe_align_block_size": (align, ("ops.moe_align.triton.align_one_launch_kernel",
                                          "ops.moe_align.triton.align_count_kernel",
                                          "ops.moe_align.triton.align_scan_kernel",
-                                         "ops.moe_align.triton.align_place_kernel")),
+                                         "ops.moe_align.triton.align_place_kernel",
+                                         "ops.moe_align.triton.align_scan_place_kernel")),
     }
 
 

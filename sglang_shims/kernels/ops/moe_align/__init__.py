@@ -27,8 +27,8 @@ Ids outside ``[-1, num_experts - 1)`` are left out of the alignment in both path
 CUDA kernel would write outside its buffers).  Accepted beyond sgl-kernel: any strides
 for the reductions.  Bucket counts above 4096 run on the plain-PyTorch path.
 
-On the Triton path small inputs take one single-program launch, larger ones three
-launches over sorted chunks: ``launch.py`` gives the limits and the timings behind them.
+On the Triton path small inputs take one single-program launch, larger ones two or
+three launches over sorted chunks: ``launch.py`` gives the limits and the timings behind them.
 """
 
 from __future__ import annotations
@@ -156,8 +156,8 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
                   sorted_token_ids: torch.Tensor, experts_ids: torch.Tensor,
                   num_tokens_post_pad: torch.Tensor, cumsum_buffer: torch.Tensor,
                   pad: bool, ignore_invalid: bool) -> None:
-    """The Triton path: one launch for small inputs (``launch.one_launch``), else three
-    (two with ``launch.FUSED_MAX_CHUNKS``).
+    """The Triton path: one launch for small inputs (``launch.one_launch``), else two
+    (``launch.fused``) or three.
 
     Every size here comes from shapes and arguments, so the launches can be captured in
     a CUDA graph.
@@ -172,11 +172,9 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
     opts = pdl_options(pdl)
     if launch.one_launch(numel, n_buckets, sorted_token_ids.numel(), pad):
         one = launch.one_config(numel, n_buckets)
-        sort = "SUB" in one
-        key = ("moe_align_one_sorted" if sort else "moe_align_one", ids.dtype,
-               one["SUB" if sort else "BLOCK_T"], one["BLOCK_E"], pad, ignore_invalid, pdl)
-        kernel = k.align_sorted_one_launch_kernel if sort else k.align_one_launch_kernel
-        launch_kernel(key, kernel, (1,), ids, sorted_token_ids, experts_ids,
+        key = ("moe_align_one", ids.dtype, one["SUB"], one["BLOCK_E"], pad, ignore_invalid,
+               pdl)
+        launch_kernel(key, k.align_one_launch_kernel, (1,), ids, sorted_token_ids, experts_ids,
                       num_tokens_post_pad, cumsum_buffer, numel, n_buckets, bs,
                       sorted_token_ids.numel(), experts_ids.numel(),
                       IGNORE_INVALID=ignore_invalid, PAD=pad, **one, **opts)
@@ -191,7 +189,7 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
                   ids, counts, sorted_token_ids, numel, n_buckets, n_sorted,
                   cdiv(n_sorted, n_chunks), IGNORE_INVALID=ignore_invalid, SUB=sub,
                   BLOCK_E=block_e, PAD=pad, BLOCK_F=launch.COUNT_FILL_STEP, **opts)
-    if launch.fused(numel):
+    if launch.fused(numel, n_buckets):
         launch_kernel(("moe_align_scan_place", *common, rows), k.align_scan_place_kernel,
                       (n_chunks,), ids, counts, torch.empty_like(counts), cumsum_buffer,
                       num_tokens_post_pad, sorted_token_ids, experts_ids, numel, n_chunks,

@@ -1,30 +1,36 @@
 """Launch rules of the alignment kernels and of ``moe_sum_kernel``, and the sweep space of
 the latter.
 
-Alignment on the Triton path takes one single-program launch for small inputs -- at most
-:data:`ONE_LAUNCH_MAX_ENTRIES` routed tokens and :data:`ONE_LAUNCH_MAX_BUCKETS` buckets,
-and with the padding fill at most :data:`ONE_LAUNCH_MAX_FILL` slots of
-``sorted_token_ids`` -- and three launches over sorted chunks otherwise (see
-``triton.py``).  Why: decode (1 to 64 tokens, top-k up to 8) runs this op every step, and
-there three launches cost more than their work (on the H200, 1 token x top-8 of 128
-experts took 7.9 us against sgl-kernel's 4.5 us).  The single program walks one-hot tiles
-serially, so it only pays while the input is small: timed on the H200 on 2026-12-02 (top-8
-of 128 experts, block 64, CUDA-graph replay) 4.0 us against 7.4 us for three launches at 8
-routed tokens, 8.5 against 9.8 us at 64, 24.2 against 12.6 us at 256, so
-:data:`ONE_LAUNCH_MAX_ENTRIES` is 32.  The other limits: 1024 buckets covers 512-expert
-models (Qwen3-Next) and keeps the one-hot tiles at no fewer than 8 tokens a step; 65536
-slots caps the fill that one program writes alone at 256 KiB.  The tests raise the entry
-limit to :data:`ONE_LAUNCH_ON` (1024) to check the path on larger inputs too; so does
-``benchmarks/kernels.py --moe-align-one-launch`` to time it there.
+Alignment on the Triton path takes one single-program launch for small inputs (see
+:func:`one_launch`: up to :func:`one_launch_limit` routed tokens, at most
+:data:`ONE_LAUNCH_MAX_BUCKETS` buckets, and with the padding fill at most
+:data:`ONE_LAUNCH_MAX_FILL` slots of ``sorted_token_ids``), and chunks sorted in parallel
+otherwise: two launches up to :data:`FUSED_MAX_CHUNKS` chunks of at most
+:data:`FUSED_MAX_LANES` bucket lanes (:func:`fused`), three beyond (see ``triton.py``).
+
+Why, measured on an H100 on 2026-12-06 (``benchmarks/results/kernels-moe-align-h100-2026-12-06.md``;
+the 11 routings of ``benchmarks/model_shapes.toml``, block 64, CUDA-graph replay, PDL on):
+decode runs this op every step, and there a launch costs more than the work.  The single
+program sorts every routed token at once (``SUB``, a power of two), so its time grows with
+``SUB`` times the bucket lanes (``BLOCK_E``); the chunked paths cost two or three launches
+(4.4-9 us) whatever the size.  Where each is faster: the single program up to 256 routed
+tokens on up to 127 buckets (256 tokens, top-4 of 32 experts: 5.1 against 5.7 us for two
+launches), up to 128 on 128-255 (top-8 of 128: 7.0 against 7.6 us at 128, 9.1 against 8.6
+at 256), up to 64 on 256-511 (top-8 of 256: 6.7 against 7.1 us at 64, 10.4 against 8.8 at
+128), and up to 128 again on 512-1023, where the chunks' 1024-lane counts are slower still
+(top-10 of 512: 9.2 against 11.0 us at 80 routed tokens, 15.3 against 15.2 at 160).  The
+bucket limit of 1024 covers 512-expert models (Qwen3-Next); 65536 slots caps the fill that
+one program writes alone at 256 KiB.  The tests raise the entry limit to
+:data:`ONE_LAUNCH_ON` (1024) for every bucket count to check the path on larger inputs too;
+so does ``benchmarks/kernels.py --moe-align-one-launch`` to time it there.
 
 The chunked path sorts chunks of :func:`chunk_entries` tokens, about
-:data:`CHUNK_PROGRAMS` of them.  On the H100 (2026-12-05,
-``benchmarks/results/kernels-moe-align-h100-2026-12-05.md``) it took 7.9-18.7 us from 256
-to 16384 tokens at top-8 of 128-384 experts, where the one-hot chunks before it took
-9.8-481 us and sgl-kernel 4.8-60 us; below about 2048 tokens its three launches (8-9 us
-together) are what is left of the gap.  :data:`FUSED_MAX_CHUNKS` and
-:data:`SORTED_ONE_LAUNCH` switch on two kernels meant to close it, off until a GPU has
-run and timed them.
+:data:`CHUNK_PROGRAMS` of them: 5.0-8.6 us from 256 to 16384 routed tokens on up to 255
+buckets, 7.1-18.4 us on 256-512 (sgl-kernel 4.3-60 us).  Up to 16 chunks the placing
+programs each scan the counts themselves (two launches: 7.6 against 8.6 us at 512 routed
+tokens of 128 experts); with 256 bucket lanes or more, rows of 512-1024 counts per chunk,
+the one-program scan between them is faster (three launches: 9.8 against 10.5 us at 512
+routed tokens of 256 experts).
 """
 
 from __future__ import annotations
@@ -38,8 +44,10 @@ TILE = 8192
 """Elements of the ``[blocks, buckets]`` tile that looks up the bucket of each block."""
 ONE_LAUNCH_ON = 1024
 """Routed tokens the single-program path is tested up to (the tests' limit)."""
-ONE_LAUNCH_MAX_ENTRIES = 32
-"""Where the single-program path pays (H200, see above); 0 turns it off."""
+ONE_LAUNCH_MAX_ENTRIES: int | None = None
+"""``None``: the measured rule (:func:`one_launch_limit`); a number overrides it for every
+bucket count (0 turns the path off; the tests and the benchmark's switch set
+:data:`ONE_LAUNCH_ON`)."""
 ONE_LAUNCH_MAX_BUCKETS = 1024
 ONE_LAUNCH_MAX_FILL = 65536
 """``sorted_token_ids`` slots, when ``pad_sorted_token_ids`` asks for the fill."""
@@ -49,14 +57,11 @@ FILL_STEP = 2048
 """Slots the single program fills per step."""
 COUNT_FILL_STEP = 1024
 """Slots each counting program of the three-launch path fills per step."""
-FUSED_MAX_CHUNKS = 0
+FUSED_MAX_CHUNKS = 16
 """Up to this many chunks the scan runs inside the placing programs (two launches, each
-program summing every chunk's counts); above it a one-program scan between them (three).
-0: off, until a GPU has run and timed it (16 is the value to time first)."""
-SORTED_ONE_LAUNCH = False
-"""The single program sorts (``align_sorted_one_launch_kernel``) instead of walking one-hot
-tiles: off until a GPU has run and timed it (its first version, counting with
-``tl.histogram``, took 12.2 against 5.2 us for one token of 512 experts on the H100)."""
+program summing every chunk's counts); above it a one-program scan between them (three)."""
+FUSED_MAX_LANES = 256
+"""... and only up to this many bucket lanes (``BLOCK_E``), see above."""
 CHUNK_PROGRAMS = 128
 """The three-launch path aims at this many chunks (about one per SM of an H100/H200)..."""
 CHUNK_MIN = 256
@@ -64,15 +69,25 @@ CHUNK_MAX = 2048
 """... of this many routed tokens each, at least and at most (a power of two: the sort)."""
 
 
-def one_launch(numel: int, n_buckets: int, n_sorted: int, pad: bool) -> bool:
-    """Whether the Triton path takes the single-program kernel (sizes only, no device read)."""
-    return (0 < numel <= ONE_LAUNCH_MAX_ENTRIES and n_buckets <= ONE_LAUNCH_MAX_BUCKETS
-            and (not pad or n_sorted <= ONE_LAUNCH_MAX_FILL))
-
-
 def _block_e(n_buckets: int) -> int:
     """Bucket lanes: a power of two above the bucket count, the last one the junk bucket."""
     return next_pow2(n_buckets + 1)
+
+
+def one_launch_limit(n_buckets: int) -> int:
+    """The most routed tokens the single program takes for ``n_buckets`` buckets (measured,
+    see above): its sort costs about ``SUB * BLOCK_E``, so 32768 of those at most, except
+    from 1024 lanes on, where the chunked path is slower too."""
+    if ONE_LAUNCH_MAX_ENTRIES is not None:
+        return ONE_LAUNCH_MAX_ENTRIES
+    lanes = _block_e(n_buckets)
+    return 128 if lanes >= 1024 else min(256, 32768 // lanes)
+
+
+def one_launch(numel: int, n_buckets: int, n_sorted: int, pad: bool) -> bool:
+    """Whether the Triton path takes the single-program kernel (sizes only, no device read)."""
+    return (0 < numel <= one_launch_limit(n_buckets) and n_buckets <= ONE_LAUNCH_MAX_BUCKETS
+            and (not pad or n_sorted <= ONE_LAUNCH_MAX_FILL))
 
 
 def _steps(block_e: int) -> int:
@@ -81,14 +96,11 @@ def _steps(block_e: int) -> int:
 
 
 def one_config(numel: int, n_buckets: int) -> Config:
-    """The single-program kernel's blocks for ``numel`` routed tokens: one-hot tiles of
-    ``BLOCK_T`` tokens (``TILE`` values at most), or with :data:`SORTED_ONE_LAUNCH` all of
-    them sorted at once (``SUB``)."""
+    """The single-program kernel's blocks for ``numel`` routed tokens, all of them sorted at
+    once (``SUB``)."""
     block_e = _block_e(n_buckets)
-    tokens = {"SUB": max(16, next_pow2(numel))} if SORTED_ONE_LAUNCH else {
-        "BLOCK_T": min(TILE // block_e, max(16, next_pow2(numel)))}
-    return {**tokens, "BLOCK_E": block_e, "BLOCK_J": _steps(block_e), "BLOCK_F": FILL_STEP,
-            "num_warps": ONE_LAUNCH_WARPS}
+    return {"SUB": max(16, next_pow2(numel)), "BLOCK_E": block_e, "BLOCK_J": _steps(block_e),
+            "BLOCK_F": FILL_STEP, "num_warps": ONE_LAUNCH_WARPS}
 
 
 def chunk_entries(numel: int) -> int:
@@ -96,9 +108,10 @@ def chunk_entries(numel: int) -> int:
     return min(CHUNK_MAX, max(CHUNK_MIN, next_pow2(cdiv(numel, CHUNK_PROGRAMS))))
 
 
-def fused(numel: int) -> bool:
+def fused(numel: int, n_buckets: int) -> bool:
     """Whether the chunked path takes two launches (the scan inside the placement)."""
-    return cdiv(numel, chunk_entries(numel)) <= FUSED_MAX_CHUNKS
+    return (cdiv(numel, chunk_entries(numel)) <= FUSED_MAX_CHUNKS
+            and _block_e(n_buckets) <= FUSED_MAX_LANES)
 
 
 def chunked_config(numel: int, n_buckets: int) -> Config:

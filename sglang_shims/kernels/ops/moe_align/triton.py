@@ -28,12 +28,11 @@ now 19 us, sgl-kernel 44 us).  Three launches:
 So the order within a bucket is the tokens' order, on every run (sgl-kernel's large
 batch path places them by atomic increments, in no fixed order).
 
-Decode-sized inputs take ``align_one_launch_kernel``: one program walking one-hot tiles
-of (token, bucket), all of it in registers.  Two more are here, off until a GPU has timed
-them (``launch.py``): ``align_sorted_one_launch_kernel``, the sorted chunk in one program
-(counts from the sorted runs, the starts passed through ``cumsum_buffer`` between
-barriers), and ``align_scan_place_kernel``, the scan inside the placing programs (two
-launches instead of three).
+Up to 16 chunks (``launch.fused``) steps 2 and 3 are one launch,
+``align_scan_place_kernel``: each placing program scans the counts itself.  Decode-sized
+inputs take ``align_one_launch_kernel``: every routed token sorted in one program, the
+counts taken from the sorted runs and the starts passed through ``cumsum_buffer`` between
+barriers.  Every kernel here waits for the one before it (PDL, where the GPU has it).
 
 Ids are range-checked in their own dtype before any narrowing, so an int64 id that is
 out of range cannot wrap into a valid bucket when cast to int32.
@@ -220,56 +219,6 @@ def align_scan_place_kernel(ids_ptr, counts_ptr, starts_ptr, cumsum_ptr, post_pa
 
 
 @triton.jit
-def _onehot(ids_ptr, chunk, numel, n_buckets, IGNORE_INVALID: tl.constexpr,
-            BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr):
-    """Routed tokens ``chunk * BLOCK_T ..``: their flat index and ``[BLOCK_T, BLOCK_E]``
-    one-hot rows of their buckets (none for ids left out)."""
-    b = _buckets(ids_ptr, chunk * BLOCK_T, numel, n_buckets, IGNORE_INVALID, BLOCK_T, BLOCK_E)
-    e = tl.arange(0, BLOCK_E)
-    onehot = (b[:, None] == e[None, :]) & (b < n_buckets)[:, None]
-    return chunk * BLOCK_T + tl.arange(0, BLOCK_T), onehot.to(tl.int32)
-
-
-@triton.jit(do_not_specialize=["numel", "n_sorted", "n_expert_ids"])
-def align_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, cumsum_ptr,
-                            numel, n_buckets, block_size, n_sorted, n_expert_ids,
-                            IGNORE_INVALID: tl.constexpr, PAD: tl.constexpr,
-                            BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr,
-                            BLOCK_J: tl.constexpr, BLOCK_F: tl.constexpr,
-                            USE_PDL: tl.constexpr = False):
-    """The whole alignment in one program (grid ``(1,)``), for decode-sized inputs.
-
-    Fill, count, starts, ``expert_ids`` and placement, in that order, over one-hot tiles
-    of ``BLOCK_T`` tokens (serial in the tokens: the wrapper sends it small inputs only).
-    Counts, bucket starts and the running per-bucket ranks stay in registers as
-    ``[BLOCK_E]`` vectors; each token picks its bucket's entry out of them through its
-    one-hot row.  Every loop bound is an argument or a value this program computed, never a
-    host read, so a CUDA graph can capture it.  The fill and the placement write the same
-    slots: the barrier between them makes every thread's fill store land before any
-    thread's token store.
-    """
-    pdl_prologue(USE_PDL)
-    if PAD:
-        _fill(sorted_ptr, 0, n_sorted, numel, BLOCK_F)
-    counts = tl.zeros([BLOCK_E], dtype=tl.int32)
-    for c in range(0, tl.cdiv(numel, BLOCK_T)):
-        _, onehot = _onehot(ids_ptr, c, numel, n_buckets, IGNORE_INVALID, BLOCK_T, BLOCK_E)
-        counts += tl.sum(onehot, axis=0)
-    ends = _starts(counts, cumsum_ptr, post_pad_ptr, n_buckets, block_size, BLOCK_E)
-    n_blocks = tl.minimum(tl.max(ends, axis=0) // block_size, n_expert_ids)  # max: the total
-    _expert_ids(ends, expert_ids_ptr, 0, n_blocks, n_buckets, block_size, BLOCK_E, BLOCK_J)
-    if PAD:
-        tl.debug_barrier()  # the fill above, by any thread, before any token store below
-    seen = ends - (counts + block_size - 1) // block_size * block_size  # the starts
-    for c in range(0, tl.cdiv(numel, BLOCK_T)):
-        t, onehot = _onehot(ids_ptr, c, numel, n_buckets, IGNORE_INVALID, BLOCK_T, BLOCK_E)
-        before = tl.cumsum(onehot, axis=0) - onehot  # same-bucket tokens earlier in chunk
-        dest = tl.sum(onehot * (before + seen[None, :]), axis=1)
-        tl.store(sorted_ptr + dest, t, mask=tl.sum(onehot, axis=1) > 0)
-        seen += tl.sum(onehot, axis=0)
-
-
-@triton.jit
 def _run_ends(bucket, SUB: tl.constexpr):
     """True where an entry (in key order) is the last of its bucket's run."""
     _, back = tl.associative_scan((tl.flip(bucket, 0), tl.full([SUB], 1, tl.int32)), 0,
@@ -278,14 +227,13 @@ def _run_ends(bucket, SUB: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["numel", "n_sorted", "n_expert_ids"])
-def align_sorted_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr,
-                                   cumsum_ptr, numel, n_buckets, block_size, n_sorted,
-                                   n_expert_ids, IGNORE_INVALID: tl.constexpr,
-                                   PAD: tl.constexpr, SUB: tl.constexpr, BLOCK_E: tl.constexpr,
-                                   BLOCK_J: tl.constexpr, BLOCK_F: tl.constexpr,
-                                   USE_PDL: tl.constexpr = False):
-    """The whole alignment in one program (grid ``(1,)``), by sorting: not shipped until a GPU
-    has run and timed it (``launch.SORTED_ONE_LAUNCH``).
+def align_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, cumsum_ptr,
+                            numel, n_buckets, block_size, n_sorted, n_expert_ids,
+                            IGNORE_INVALID: tl.constexpr, PAD: tl.constexpr,
+                            SUB: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_J: tl.constexpr,
+                            BLOCK_F: tl.constexpr, USE_PDL: tl.constexpr = False):
+    """The whole alignment in one program (grid ``(1,)``), for decode-sized inputs: one
+    sorted chunk of every routed token (``SUB``).
 
     Fill, sort, count, starts, ``expert_ids``, then placement.  Every loop bound is an
     argument or a value this program computed, never a host read, so a CUDA graph can
