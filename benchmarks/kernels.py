@@ -690,6 +690,9 @@ def main() -> int:
                         help="time moe_align_block_size's single-program path up to 1024 "
                              "routed tokens at every bucket count (shipped where it "
                              "measured faster: launch.one_launch_limit)")
+    parser.add_argument("--moe-align-atomic", action="store_true",
+                        help="moe_align_block_size's single program ranks by atomic"
+                             " increments, no sort (launch.ATOMIC_ONE_LAUNCH, off until timed)")
     parser.add_argument("--moe-align-fused", type=int, default=None, metavar="CHUNKS",
                         help="moe_align_block_size's chunked path runs the scan inside the"
                              " placement up to CHUNKS chunks at any bucket count (0: never;"
@@ -720,6 +723,11 @@ def main() -> int:
         launch.ONE_LAUNCH_MAX_ENTRIES = launch.ONE_LAUNCH_ON
         print("moe_align_block_size: single-program path on up to "
               f"{launch.ONE_LAUNCH_ON} routed tokens")
+    if args.moe_align_atomic:
+        from sglang_shims.kernels.ops.moe_align import launch
+
+        launch.ATOMIC_ONE_LAUNCH = True
+        print("moe_align_block_size: the single program ranks by atomic increments")
     if args.moe_align_fused is not None:
         from sglang_shims.kernels.ops.moe_align import launch
 

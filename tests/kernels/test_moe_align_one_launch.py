@@ -83,18 +83,29 @@ def triton_backend() -> Iterator[str]:
 
 def align_and_compare(ids: torch.Tensor, n_buckets: int, bs: int, pad: bool,
                       ignore_invalid: bool, want_launches: list[str] = ONE,
-                      slack: int = 0) -> None:
-    """Run the op on sentinel buffers; compare every buffer whole with the reference."""
+                      slack: int = 0, any_order: bool = False) -> None:
+    """Run the op on sentinel buffers; compare every buffer whole with the reference.  With
+    ``any_order`` the tokens of a bucket may come in any order, but must fill the first
+    slots of its share (the padding after them exactly as the reference has it)."""
     bufs = align_buffers(ids.numel(), n_buckets, bs, str(ids.device), slack)
     before = [b.tolist() for b in bufs]
     with recorded_launches() as names:
         A.moe_align_block_size(ids, n_buckets, bs, *bufs, pad, ignore_invalid)
     assert names == want_launches
-    want = align_reference(ids.flatten().tolist(), n_buckets, bs, pad, ignore_invalid, before)
-    for label, got, expected in zip(("sorted_token_ids", "experts_ids",
-                                     "num_tokens_post_pad", "cumsum_buffer"),
-                                    bufs, want, strict=True):
-        assert got.tolist() == expected, label
+    flat = ids.flatten().tolist()
+    want = align_reference(flat, n_buckets, bs, pad, ignore_invalid, before)
+    got = [b.tolist() for b in bufs]
+    if any_order:
+        starts = want[3]
+        for bucket in range(n_buckets):
+            first = starts[bucket]
+            count = sum(1 for x in want[0][first:starts[bucket + 1]] if 0 <= x < len(flat))
+            for rows in (got[0], want[0]):
+                rows[first:first + count] = sorted(rows[first:first + count])
+    for label, found, expected in zip(("sorted_token_ids", "experts_ids",
+                                       "num_tokens_post_pad", "cumsum_buffer"),
+                                      got, want, strict=True):
+        assert found == expected, label
 
 
 # ------------------------------------------------------------------ (1) the semantics
@@ -134,6 +145,62 @@ def test_one_launch_matches_reference(case: tuple[list[list[int]], int, int, boo
     with triton_backend() as dev:
         ids = torch.tensor(rows, dtype=torch.int64 if wide else torch.int32, device=dev)
         align_and_compare(ids, n_buckets, bs, pad, ignore_invalid)
+
+
+@settings(max_examples=100 if HAS_CUDA else 10, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=align_inputs())
+def test_atomic_one_launch_matches_reference(case: tuple[list[list[int]], int, int, bool,
+                                                         bool, bool]) -> None:
+    """The single program that ranks by atomic increments (off until a GPU times it): the
+    same inputs, the tokens of a bucket in any order."""
+    rows, n_buckets, bs, pad, ignore_invalid, wide = case
+    with triton_backend() as dev, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(L, "ATOMIC_ONE_LAUNCH", True)
+        ids = torch.tensor(rows, dtype=torch.int64 if wide else torch.int32, device=dev)
+        align_and_compare(ids, n_buckets, bs, pad, ignore_invalid,
+                          want_launches=["moe_align_one_atomic"], any_order=True)
+
+
+def test_any_order_still_checks_the_slots() -> None:
+    """The order-blind comparison above fails a token moved into its bucket's padding or
+    into another bucket, and a lost token."""
+    ids = torch.tensor([2, 0, 2, 1, 2], dtype=torch.int32)
+    bufs = align_buffers(5, 4, 4, "cpu")
+    want = align_reference(ids.tolist(), 4, 4, True, False, [b.tolist() for b in bufs])
+    real = A.moe_align_block_size
+
+    def wrong(move: Callable[[list[int]], None]) -> Callable[..., None]:
+        def run(ids: torch.Tensor, n: int, bs: int, *out: torch.Tensor) -> None:
+            rows = list(want[0])
+            move(rows)
+            for buf, values in zip(out[:4], (rows, *want[1:]), strict=True):
+                buf.copy_(torch.tensor(values, dtype=torch.int32))
+        return run
+
+    def to_padding(rows: list[int]) -> None:  # bucket 3 (expert 2) starts at slot 8
+        rows[8], rows[11] = rows[11], rows[8]
+
+    def across(rows: list[int]) -> None:  # bucket 2's token and bucket 3's swapped
+        rows[4], rows[8] = rows[8], rows[4]
+
+    def lost(rows: list[int]) -> None:
+        rows[9] = 5
+
+    def reordered(rows: list[int]) -> None:  # inside bucket 3: allowed
+        rows[8], rows[10] = rows[10], rows[8]
+
+    for move, ok in ((reordered, True), (to_padding, False), (across, False), (lost, False)):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(A, "moe_align_block_size", wrong(move))
+            if ok:
+                align_and_compare(ids, 4, 4, True, False, want_launches=[], any_order=True)
+                continue
+            with pytest.raises(AssertionError):
+                align_and_compare(ids, 4, 4, True, False, want_launches=[], any_order=True)
+            with pytest.raises(AssertionError):  # and exact comparison fails all
+                align_and_compare(ids, 4, 4, True, False, want_launches=[])
+    assert A.moe_align_block_size is real
 
 
 @pytest.mark.parametrize("pad", [True, False], ids=["pad", "nopad"])
@@ -237,6 +304,9 @@ def test_dispatch_by_the_measured_rule(monkeypatch: pytest.MonkeyPatch) -> None:
         assert _dispatch(most, buckets, 64, True) == ONE
         assert _dispatch(most + 1, buckets, 64, True) == chunked(most + 1, buckets)
     assert _dispatch(257, 9, 64, True) == TWO and _dispatch(65, 257, 64, True) == THREE
+    monkeypatch.setattr(L, "ATOMIC_ONE_LAUNCH", True)  # the same sizes, the other program
+    assert _dispatch(256, 9, 64, True) == ["moe_align_one_atomic"]
+    assert _dispatch(257, 9, 64, True) == TWO
 
 
 def test_dispatch_of_the_chunked_path(monkeypatch: pytest.MonkeyPatch) -> None:

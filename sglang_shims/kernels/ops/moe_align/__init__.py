@@ -172,9 +172,11 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
     opts = pdl_options(pdl)
     if launch.one_launch(numel, n_buckets, sorted_token_ids.numel(), pad):
         one = launch.one_config(numel, n_buckets)
-        key = ("moe_align_one", ids.dtype, one["SUB"], one["BLOCK_E"], pad, ignore_invalid,
-               pdl)
-        launch_kernel(key, k.align_one_launch_kernel, (1,), ids, sorted_token_ids, experts_ids,
+        atomic = launch.ATOMIC_ONE_LAUNCH
+        key = ("moe_align_one_atomic" if atomic else "moe_align_one", ids.dtype, one["SUB"],
+               one["BLOCK_E"], pad, ignore_invalid, pdl)
+        kernel = k.align_atomic_one_launch_kernel if atomic else k.align_one_launch_kernel
+        launch_kernel(key, kernel, (1,), ids, sorted_token_ids, experts_ids,
                       num_tokens_post_pad, cumsum_buffer, numel, n_buckets, bs,
                       sorted_token_ids.numel(), experts_ids.numel(),
                       IGNORE_INVALID=ignore_invalid, PAD=pad, **one, **opts)

@@ -62,6 +62,10 @@ FUSED_MAX_CHUNKS = 16
 program summing every chunk's counts); above it a one-program scan between them (three)."""
 FUSED_MAX_LANES = 256
 """... and only up to this many bucket lanes (``BLOCK_E``), see above."""
+ATOMIC_ONE_LAUNCH = False
+"""The single program ranks tokens by atomic increments instead of a sort
+(``align_atomic_one_launch_kernel``; no fixed order inside a bucket): off until a GPU has
+timed it against the sort at 33-256 routed tokens, where the sort stops paying."""
 CHUNK_PROGRAMS = 128
 """The three-launch path aims at this many chunks (about one per SM of an H100/H200)..."""
 CHUNK_MIN = 256

@@ -32,7 +32,9 @@ Up to 16 chunks (``launch.fused``) steps 2 and 3 are one launch,
 ``align_scan_place_kernel``: each placing program scans the counts itself.  Decode-sized
 inputs take ``align_one_launch_kernel``: every routed token sorted in one program, the
 counts taken from the sorted runs and the starts passed through ``cumsum_buffer`` between
-barriers.  Every kernel here waits for the one before it (PDL, where the GPU has it).
+barriers.  ``align_atomic_one_launch_kernel`` ranks them by atomic increments instead (no
+fixed order inside a bucket), off until a GPU has timed it.  Every kernel here waits for the
+one before it (PDL, where the GPU has it).
 
 Ids are range-checked in their own dtype before any narrowing, so an int64 id that is
 out of range cannot wrap into a valid bucket when cast to int32.
@@ -264,6 +266,40 @@ def align_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, c
     tl.debug_barrier()  # the fill and the starts, by any thread, before the placement
     base = tl.load(cumsum_ptr + bucket, mask=ok, other=0)
     tl.store(sorted_ptr + base + rank, pos, mask=ok)
+
+
+@triton.jit(do_not_specialize=["numel", "n_sorted", "n_expert_ids"])
+def align_atomic_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr,
+                                   cumsum_ptr, numel, n_buckets, block_size, n_sorted,
+                                   n_expert_ids, IGNORE_INVALID: tl.constexpr,
+                                   PAD: tl.constexpr, SUB: tl.constexpr,
+                                   BLOCK_E: tl.constexpr, BLOCK_J: tl.constexpr,
+                                   BLOCK_F: tl.constexpr, USE_PDL: tl.constexpr = False):
+    """The single program without the sort, off until a GPU has timed it
+    (``launch.ATOMIC_ONE_LAUNCH``): a token's rank in its bucket is what an atomic increment
+    of the bucket's count in ``cumsum_buffer`` returns, so the order inside a bucket is the
+    order the increments landed in, not the tokens' (sgl-kernel's placement has no fixed
+    order either; sglang's fused MoE reads each row of a block on its own).  Then the
+    counts, starts, ``expert_ids`` and placement as in :func:`align_one_launch_kernel`,
+    whose barriers these are."""
+    pdl_prologue(USE_PDL)
+    if PAD:
+        _fill(sorted_ptr, 0, n_sorted, numel, BLOCK_F)
+    b = _buckets(ids_ptr, 0, numel, n_buckets, IGNORE_INVALID, SUB, BLOCK_E)
+    ok = b < n_buckets
+    e = tl.arange(0, BLOCK_E)
+    tl.store(cumsum_ptr + e, tl.zeros([BLOCK_E], dtype=tl.int32), mask=e < n_buckets)
+    tl.debug_barrier()
+    rank = tl.atomic_add(cumsum_ptr + b, tl.full([SUB], 1, tl.int32), mask=ok)
+    tl.debug_barrier()
+    counts = tl.load(cumsum_ptr + e, mask=e < n_buckets, other=0)
+    tl.debug_barrier()  # every thread has its counts before the starts overwrite them
+    ends = _starts(counts, cumsum_ptr, post_pad_ptr, n_buckets, block_size, BLOCK_E)
+    n_blocks = tl.minimum(tl.max(ends, axis=0) // block_size, n_expert_ids)  # max: the total
+    _expert_ids(ends, expert_ids_ptr, 0, n_blocks, n_buckets, block_size, BLOCK_E, BLOCK_J)
+    tl.debug_barrier()  # the fill and the starts, by any thread, before the placement
+    base = tl.load(cumsum_ptr + b, mask=ok, other=0)
+    tl.store(sorted_ptr + base + rank, tl.arange(0, SUB), mask=ok)
 
 
 # hidden and the strides come divided by ALIGN (runtime.vector_align), multiplied back by
