@@ -324,6 +324,15 @@ def test_moe_align_one_launch_only_while_small(buckets: int, most: int) -> None:
     assert not align_launch.one_launch(1, align_launch.ONE_LAUNCH_MAX_BUCKETS + 1, 10, True)
 
 
+def test_moe_align_one_launch_bounds() -> None:
+    """1024 buckets (a 512-expert model takes 513) and a fill of 65536 slots (256 KiB written
+    by one program) are the single program's last sizes."""
+    assert align_launch.one_launch(1, 1024, 10, True)
+    assert not align_launch.one_launch(1, 1025, 10, True)
+    assert align_launch.one_launch(1, 9, 65536, True)
+    assert not align_launch.one_launch(1, 9, 65537, True)
+
+
 def test_moe_align_one_launch_limit_overridden(monkeypatch: pytest.MonkeyPatch) -> None:
     """A number in ONE_LAUNCH_MAX_ENTRIES holds for every bucket count (0: never)."""
     for limit in (0, 40, align_launch.ONE_LAUNCH_ON):
@@ -335,6 +344,7 @@ def test_moe_align_steps_and_tiles_are_powers_of_two() -> None:
     """The fixed steps go to ``tl.arange`` as they are."""
     for step in (align_launch.TILE, align_launch.FILL_STEP, align_launch.COUNT_FILL_STEP,
                  align_launch.MAX_BUCKETS, align_launch.ONE_LAUNCH_WARPS,
+                 align_launch.ONE_LAUNCH_ON, align_launch.FUSED_MAX_LANES,
                  align_launch.CHUNK_MIN, align_launch.CHUNK_MAX):
         assert is_pow2(step), step
 
@@ -409,6 +419,8 @@ def test_moe_sum_rules_and_sweep_space() -> None:
     assert min(per_thread(full, "BLOCK_H")) == 1 and max(per_thread(full, "BLOCK_H")) == 32
     quick = align_launch.sum_candidates(1, 300, current, True)
     assert {c["BLOCK_H"] for c in quick} == {256, 512}
+    assert {c["BLOCK_H"] for c in align_launch.sum_candidates(1, 4096, current, True)} \
+        == {256, 512, 1024}
     assert {c["num_warps"] for c in quick} == {1, 2, 4}
 
 
