@@ -8,29 +8,31 @@ Alignment on the Triton path takes one single-program launch for small inputs (s
 otherwise: two launches up to :data:`FUSED_MAX_CHUNKS` chunks of at most
 :data:`FUSED_MAX_LANES` bucket lanes (:func:`fused`), three beyond (see ``triton.py``).
 
-Why, measured on an H100 on 2026-12-06 (``benchmarks/results/kernels-moe-align-h100-2026-12-06.md``;
-the 11 routings of ``benchmarks/model_shapes.toml``, block 64, CUDA-graph replay, PDL on):
-decode runs this op every step, and there a launch costs more than the work.  The single
-program sorts every routed token at once (``SUB``, a power of two), so its time grows with
-``SUB`` times the bucket lanes (``BLOCK_E``); the chunked paths cost two or three launches
-(4.4-9 us) whatever the size.  Where each is faster: the single program up to 256 routed
-tokens on up to 127 buckets (256 tokens, top-4 of 32 experts: 5.1 against 5.7 us for two
-launches), up to 128 on 128-255 (top-8 of 128: 7.0 against 7.6 us at 128, 9.1 against 8.6
-at 256), up to 64 on 256-511 (top-8 of 256: 6.7 against 7.1 us at 64, 10.4 against 8.8 at
-128), and up to 128 again on 512-1023, where the chunks' 1024-lane counts are slower still
-(top-10 of 512: 9.2 against 11.0 us at 80 routed tokens, 15.3 against 15.2 at 160).  The
-bucket limit of 1024 covers 512-expert models (Qwen3-Next); 65536 slots caps the fill that
-one program writes alone at 256 KiB.  The tests raise the entry limit to
+Why, measured on an H100 on 2026-12-06
+(``benchmarks/results/kernels-moe-align-h100-2026-12-06.md``; the 11 routings of
+``benchmarks/model_shapes.toml``, block 64, CUDA-graph replay, PDL on): decode runs this op
+every step, and there a launch costs more than the work. The single program sorts every
+routed token at once (``SUB``, a power of two), so its time grows with ``SUB`` times the
+bucket lanes (``BLOCK_E``); the chunked paths took 4.4-9.7 us up to 2048 routed tokens on up
+to 255 buckets, however few the tokens. Where each is faster: the single program up to 256
+routed tokens on up to 127 buckets (256 tokens, top-4 of 32 experts: 5.1 against 5.7 us for
+two launches), up to 128 on 128-255 (top-8 of 128: 7.0 against 7.6 us at 128, 9.1 against
+8.6 at 256), up to 64 on 256-511 (top-8 of 256: 6.7 against 7.1 us at 64, 10.4 against 8.8
+at 128), and up to 128 again on 512-1023, where the chunks' 1024-lane counts are slower
+still (top-10 of 512: 9.2 against 11.0 us at 80 routed tokens, 15.3 against 15.2 at 160).
+The bucket limit of 1024 covers 512-expert models (Qwen3-Next); 65536 slots caps the fill
+that one program writes alone at 256 KiB. The tests raise the entry limit to
 :data:`ONE_LAUNCH_ON` (1024) for every bucket count to check the path on larger inputs too;
 so does ``benchmarks/kernels.py --moe-align-one-launch`` to time it there.
 
-The chunked path sorts chunks of :func:`chunk_entries` tokens, about
-:data:`CHUNK_PROGRAMS` of them: 5.0-8.6 us from 256 to 16384 routed tokens on up to 255
-buckets, 7.1-18.4 us on 256-512 (sgl-kernel 4.3-60 us).  Up to 16 chunks the placing
-programs each scan the counts themselves (two launches: 7.6 against 8.6 us at 512 routed
-tokens of 128 experts); with 256 bucket lanes or more, rows of 512-1024 counts per chunk,
-the one-program scan between them is faster (three launches: 9.8 against 10.5 us at 512
-routed tokens of 256 experts).
+The chunked path sorts chunks of :func:`chunk_entries` tokens, about :data:`CHUNK_PROGRAMS`
+of them: on up to 255 buckets 4.4-9.7 us up to 2048 routed tokens and 5.1-17.7 us beyond
+(sgl-kernel 4.3-8.3 and 5.5-52.1 us), on 256-512 experts 6.7-17.2 and 6.7-45.8 us
+(sgl-kernel 4.3-5.1 and 5.2-60.1 us). Up to 16 chunks the placing programs each scan the
+counts themselves (two launches: 7.6 against 8.6 us at 512 routed tokens of 128 experts);
+with 512 bucket lanes or more, rows of 512-1024 counts per chunk, the one-program scan
+between them is faster (three launches: 9.8 against 10.5 us at 512 routed tokens of 256
+experts).
 """
 
 from __future__ import annotations
