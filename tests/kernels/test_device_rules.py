@@ -157,3 +157,37 @@ def test_moe_align_and_sum_launch_with_pdl_where_the_gpu_has_it(
             assert rec.kwargs.get("USE_PDL", False) is on, rec.key
         keys.setdefault(on, set()).update(rec.key for rec in launches)
     assert not keys[True] & keys[False]
+
+
+def test_fp8_ops_launch_with_pdl_where_the_gpu_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both FP8 matmuls and every quantiser (per group, per token, per tensor dynamic and
+    static) ask for PDL on sm_90+ and not on sm_89 (e4m3, no PDL); the cache key tells the
+    two compilations apart."""
+    need("torch")
+    import torch
+
+    from sglang_shims import kernels as K
+
+    monkeypatch.setattr(runtime, "PDL_SHIPPED", True)
+    e, fp8 = torch.empty, torch.float8_e4m3fn
+    a, b = torch.zeros(2, 256, dtype=fp8), torch.zeros(256, 128, dtype=fp8)
+    x = torch.ones(2, 256)
+
+    def every_op() -> None:
+        K.fp8_scaled_mm(a, b, torch.ones(2, 1), torch.ones(128, 1), torch.bfloat16)
+        K.fp8_blockwise_scaled_mm(a, b, torch.ones(2, 2), torch.ones(2, 1), torch.bfloat16)
+        K.sgl_per_token_group_quant_fp8(x, e(2, 256, dtype=fp8), e(2, 2), 128, 1e-10,
+                                        -448.0, 448.0)
+        K.sgl_per_token_quant_fp8(x, e(2, 256, dtype=fp8), e(2))
+        K.sgl_per_tensor_quant_fp8(x, e(2, 256, dtype=fp8), torch.zeros(1), False)
+        K.sgl_per_tensor_quant_fp8(x, e(2, 256, dtype=fp8), torch.ones(1), True)
+
+    keys: dict[bool, set[Any]] = {}
+    for dev, on in ((SM90, True), (SM120, True), (SM89, False)):
+        launches = _recorded(dev, every_op)
+        assert len(launches) == 7  # the dynamic per-tensor quantiser is two launches
+        for rec in launches:
+            assert rec.kwargs.get("launch_pdl", False) is on, rec.key
+            assert rec.kwargs.get("USE_PDL", False) is on, rec.key
+        keys.setdefault(on, set()).update(rec.key for rec in launches)
+    assert not keys[True] & keys[False]

@@ -109,6 +109,7 @@ def test_fp8_blockwise_routes_to_sglangs_triton(gen: torch.Generator,
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda t: True))
     monkeypatch.setattr(fp8_gemm, "use_triton", lambda t: True)
     monkeypatch.setattr(fp8_gemm, "device_of", lambda t: MEASURED)  # an fp8-capable GPU
+    monkeypatch.setattr(fp8_gemm, "use_pdl", lambda t: False)  # no GPU to ask
     out = K.fp8_blockwise_scaled_mm(a, weight.t(), x_scale, w_scale.t(), torch.bfloat16)
     assert len(calls) == 1 and out.dtype == torch.bfloat16
     got_a, got_b, got_as, got_bs, block, dtype = calls[0]

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...compile_lock import launch_kernel
-from ...runtime import device_of, use_triton
+from ...runtime import device_of, pdl_options, use_pdl, use_triton
 from . import launch
 
 if TYPE_CHECKING:
@@ -81,12 +81,13 @@ def fp8_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: torch.Tens
 
     flat_bias = bias.reshape(-1) if bias is not None else None
     cfg = launch.config(m, n, decode_tiles=True, dev=device_of(mat_a))
-    launch_kernel(_key(name, out, cfg, bias is not None), scaled_mm_kernel,
+    pdl = use_pdl(mat_a)
+    launch_kernel(_key(name, out, cfg, bias is not None, pdl), scaled_mm_kernel,
                   launch.grid(m, n, cfg),
                   mat_a, mat_b, sa, sb, flat_bias if flat_bias is not None else sa, out, m, n, k,
                   mat_a.stride(0), mat_a.stride(1), mat_b.stride(0), mat_b.stride(1),
                   out.stride(0), out.stride(1), int(sa.numel() > 1), int(sb.numel() > 1),
-                  HAS_BIAS=flat_bias is not None, **cfg)
+                  HAS_BIAS=flat_bias is not None, **cfg, **pdl_options(pdl))
     return out
 
 
@@ -117,12 +118,15 @@ def fp8_blockwise_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: 
 
     out = torch.empty((m, n), dtype=out_dtype, device=mat_a.device)
     cfg = launch.config(m, n, decode_tiles=False, dev=device_of(mat_a))
-    launch_kernel(_key(name, out, cfg, False), block_scaled_mm_kernel, launch.grid(m, n, cfg),
+    pdl = use_pdl(mat_a)
+    launch_kernel(_key(name, out, cfg, False, pdl), block_scaled_mm_kernel,
+                  launch.grid(m, n, cfg),
                   mat_a, mat_b, scales_a, scales_b, out, m, n, k,
                   mat_a.stride(0), mat_a.stride(1), mat_b.stride(0), mat_b.stride(1),
                   out.stride(0), out.stride(1), scales_a.stride(0), scales_a.stride(1),
                   scales_b.stride(0), scales_b.stride(1), SCALE_BLOCK=BLOCK,
-                  **{knob: v for knob, v in cfg.items() if knob != "BLOCK_K"})
+                  **{knob: v for knob, v in cfg.items() if knob != "BLOCK_K"},
+                  **pdl_options(pdl))
     return out
 
 
@@ -163,7 +167,8 @@ def _vector_scale(name: str, label: str, s: torch.Tensor, n: int) -> torch.Tenso
     return s.reshape(-1)
 
 
-def _key(op: str, out: torch.Tensor, cfg: dict[str, int], has_bias: bool) -> tuple[Any, ...]:
-    """The compile lock's key: one per op, output dtype, tiles and stages."""
+def _key(op: str, out: torch.Tensor, cfg: dict[str, int], has_bias: bool, pdl: bool
+         ) -> tuple[Any, ...]:
+    """The compile lock's key: one per op, output dtype, tiles, stages, bias and PDL."""
     return (op, out.dtype, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["num_stages"],
-            has_bias)
+            has_bias, pdl)

@@ -6,14 +6,17 @@ e4m3 products in fp32 through ``tl.dot`` (a product of two e4m3 values is exact 
 fp32) and apply the scales in fp32 before a single rounding to the output dtype, as
 sgl-kernel's CUTLASS epilogues do; the bias is added in fp32 too, before that rounding.
 Every load past an edge reads 0 (``other=0``), so any K is summed exactly over its
-real values.  The program order groups ``GROUP_M`` row tiles per column tile, so
-neighbouring programs share the weight tile in L2.
+real values.  Both wait for the kernel before them (PDL, where the GPU has it: the
+quantiser that made ``A`` is usually that kernel).  The program order groups ``GROUP_M``
+row tiles per column tile, so neighbouring programs share the weight tile in L2.
 """
 
 from __future__ import annotations
 
 import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
 import triton.language as tl  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+from ..shared import pdl_prologue
 
 
 @triton.jit
@@ -55,9 +58,11 @@ def scaled_mm_kernel(
     HAS_BIAS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
+    USE_PDL: tl.constexpr = False,
 ):
     """``C = (A @ B) * sa[:, None] * sb[None, :] (+ bias)``; a scale stride of 0 makes
     that scale one value for the whole tensor."""
+    pdl_prologue(USE_PDL)
     rm, rn, rk, m_ok, n_ok, a_ptrs, b_ptrs = _operand_tiles(
         a_ptr, b_ptr, M, N, stride_am, stride_ak, stride_bk, stride_bn,
         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
@@ -86,9 +91,11 @@ def block_scaled_mm_kernel(
     stride_sam, stride_sak, stride_sbk, stride_sbn,
     SCALE_BLOCK: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
+    USE_PDL: tl.constexpr = False,
 ):
     """``C = sum over k-blocks of (A_kb @ B_kb) * sa[:, kb] * sb[kb, n // SCALE_BLOCK]``:
     one k step per scale block, its partial product scaled in fp32 before it is added."""
+    pdl_prologue(USE_PDL)
     rm, rn, rk, m_ok, n_ok, a_ptrs, b_ptrs = _operand_tiles(
         a_ptr, b_ptr, M, N, stride_am, stride_ak, stride_bk, stride_bn,
         BLOCK_M, BLOCK_N, SCALE_BLOCK, GROUP_M)

@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...compile_lock import launch_kernel
-from ...runtime import device_of, use_triton, vector_align
+from ...runtime import device_of, pdl_options, use_pdl, use_triton, vector_align
 from . import launch
 
 if TYPE_CHECKING:
@@ -206,13 +206,14 @@ def _triton_group(input: torch.Tensor, output_q: torch.Tensor, output_s: torch.T
 
     n_groups = input.numel() // group_size
     cfg = launch.group_config(rows, n_groups, group_size)
-    key = ("fp8_group", input.dtype, cfg["BLOCK_G"], cfg["BLOCK_K"], ue8m0)
+    pdl = use_pdl(input)
+    key = ("fp8_group", input.dtype, cfg["BLOCK_G"], cfg["BLOCK_K"], ue8m0, pdl)
     launch_kernel(key, per_token_group_quant_kernel, launch.group_grid(n_groups, cfg),
                   input, output_q, output_s,
                   n_groups, input.shape[-1] // group_size, group_size,
                   output_s.stride(0), output_s.stride(1),
                   eps, fp8_min, fp8_max,
-                  UE8M0=ue8m0, **cfg)
+                  UE8M0=ue8m0, **cfg, **pdl_options(pdl))
 
 
 def _triton_per_token(input: torch.Tensor, output_q: torch.Tensor,
@@ -222,10 +223,12 @@ def _triton_per_token(input: torch.Tensor, output_q: torch.Tensor,
     n_rows, n_cols = input.shape
     cfg = launch.token_config(n_rows, n_cols)
     align = vector_align(output_q.element_size(), n_cols, input.stride(0), output_q.stride(0))
-    key = ("fp8_token", input.dtype, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], align)
+    pdl = use_pdl(input)
+    key = ("fp8_token", input.dtype, cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], align,
+           pdl)
     launch_kernel(key, per_token_quant_kernel, launch.token_grid(n_rows, cfg),
                   input, output_q, scales, n_rows, n_cols // align, input.stride(0) // align,
-                  output_q.stride(0) // align, FP8_MAX, ALIGN=align, **cfg)
+                  output_q.stride(0) // align, FP8_MAX, ALIGN=align, **cfg, **pdl_options(pdl))
 
 
 def _triton_per_tensor(input: torch.Tensor, output_q: torch.Tensor, scale: torch.Tensor,
@@ -236,8 +239,13 @@ def _triton_per_tensor(input: torch.Tensor, output_q: torch.Tensor, scale: torch
     block = launch.tensor_block(n)
     grid = launch.tensor_grid(n, block)
     align = vector_align(output_q.element_size(), n)
+    pdl = use_pdl(input)
+    opts = pdl_options(pdl)
     if not is_static:
-        launch_kernel(("fp8_absmax", input.dtype, block, align), absmax_kernel, grid,
-                      input, scale, n // align, FP8_MAX, BLOCK=block, ALIGN=align)
-    launch_kernel(("fp8_tensor", input.dtype, block, align), per_tensor_quant_kernel, grid,
-                  input, output_q, scale, n // align, FP8_MAX, BLOCK=block, ALIGN=align)
+        # the quantising grid's wait covers every absmax program's atomic (PDL waits for the
+        # whole grid before it, not for its release)
+        launch_kernel(("fp8_absmax", input.dtype, block, align, pdl), absmax_kernel, grid,
+                      input, scale, n // align, FP8_MAX, BLOCK=block, ALIGN=align, **opts)
+    launch_kernel(("fp8_tensor", input.dtype, block, align, pdl), per_tensor_quant_kernel,
+                  grid, input, output_q, scale, n // align, FP8_MAX, BLOCK=block, ALIGN=align,
+                  **opts)

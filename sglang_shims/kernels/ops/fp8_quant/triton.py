@@ -16,12 +16,16 @@ off, and a multiplier that far off moves values lying at an e4m3 midpoint onto t
 neighbouring value (on the H200, 2026-12-05: 0.15% of a bf16 group's values against
 0.1% allowed, where the interpreter, dividing exactly, was within it).  There are one or
 two divisions per group, row or block, not per element: the cost does not show.
+
+Every kernel here waits for the one before it (PDL, where the GPU has it).
 """
 
 from __future__ import annotations
 
 import triton  # type: ignore[import-not-found, import-untyped, unused-ignore]
 import triton.language as tl  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+from ..shared import pdl_prologue
 
 FP8_MAX = 448.0
 
@@ -55,7 +59,9 @@ def per_token_group_quant_kernel(
     BLOCK_G: tl.constexpr,
     BLOCK_K: tl.constexpr,
     UE8M0: tl.constexpr,
+    USE_PDL: tl.constexpr = False,
 ):
+    pdl_prologue(USE_PDL)
     g = tl.program_id(0) * BLOCK_G + tl.arange(0, BLOCK_G)
     g_ok = g < n_groups
     k = tl.arange(0, BLOCK_K)
@@ -91,7 +97,9 @@ def per_token_quant_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     ALIGN: tl.constexpr = 1,
+    USE_PDL: tl.constexpr = False,
 ):
+    pdl_prologue(USE_PDL)
     n_cols = n_cols_q * ALIGN
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     r_ok = rows < n_rows
@@ -115,7 +123,9 @@ def per_token_quant_kernel(
 
 
 @triton.jit(do_not_specialize=["n_q"])
-def absmax_kernel(x_ptr, s_ptr, n_q, fp8_max, BLOCK: tl.constexpr, ALIGN: tl.constexpr = 1):
+def absmax_kernel(x_ptr, s_ptr, n_q, fp8_max, BLOCK: tl.constexpr, ALIGN: tl.constexpr = 1,
+                  USE_PDL: tl.constexpr = False):
+    pdl_prologue(USE_PDL)
     n = n_q * ALIGN
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
@@ -124,7 +134,8 @@ def absmax_kernel(x_ptr, s_ptr, n_q, fp8_max, BLOCK: tl.constexpr, ALIGN: tl.con
 
 @triton.jit(do_not_specialize=["n_q"])
 def per_tensor_quant_kernel(x_ptr, q_ptr, s_ptr, n_q, fp8_max, BLOCK: tl.constexpr,
-                            ALIGN: tl.constexpr = 1):
+                            ALIGN: tl.constexpr = 1, USE_PDL: tl.constexpr = False):
+    pdl_prologue(USE_PDL)
     n = n_q * ALIGN
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
