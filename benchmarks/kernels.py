@@ -692,7 +692,11 @@ def main() -> int:
                              "measured faster: launch.one_launch_limit)")
     parser.add_argument("--moe-align-atomic", action="store_true",
                         help="moe_align_block_size's single program ranks by atomic"
-                             " increments, no sort (launch.ATOMIC_ONE_LAUNCH, off until timed)")
+                             " increments at every size (shipped above"
+                             " launch.SORT_MAX_ENTRIES routed tokens)")
+    parser.add_argument("--moe-align-sorted", action="store_true",
+                        help="moe_align_block_size's single program sorts at every size"
+                             " (shipped up to launch.SORT_MAX_ENTRIES routed tokens)")
     parser.add_argument("--moe-align-fused", type=int, default=None, metavar="CHUNKS",
                         help="moe_align_block_size's chunked path runs the scan inside the"
                              " placement up to CHUNKS chunks at any bucket count (0: never;"
@@ -712,6 +716,8 @@ def main() -> int:
                         help="our kernels launch without programmatic dependent launch (PDL,"
                              " shipped on where the GPU has it: runtime.PDL_SHIPPED)")
     args = parser.parse_args()
+    if args.moe_align_atomic and args.moe_align_sorted:
+        parser.error("--moe-align-atomic and --moe-align-sorted exclude each other")
     REP_MS[0] = args.rep
     if args.no_pdl_ours:
         from sglang_shims.kernels import runtime
@@ -728,6 +734,11 @@ def main() -> int:
 
         launch.ATOMIC_ONE_LAUNCH = True
         print("moe_align_block_size: the single program ranks by atomic increments")
+    if args.moe_align_sorted:
+        from sglang_shims.kernels.ops.moe_align import launch
+
+        launch.ATOMIC_ONE_LAUNCH = False
+        print("moe_align_block_size: the single program sorts")
     if args.moe_align_fused is not None:
         from sglang_shims.kernels.ops.moe_align import launch
 

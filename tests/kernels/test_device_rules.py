@@ -129,7 +129,8 @@ def test_the_device_is_read_from_torch_once(monkeypatch: pytest.MonkeyPatch) -> 
         cuda_device.cache_clear()
 
 
-@pytest.mark.parametrize("routed", [8, 512, 20000])  # one program, three launches, 10 chunks
+# the sorting program, the atomic one, two launches (4 chunks), three (79 chunks)
+@pytest.mark.parametrize("routed", [8, 100, 1024, 20000])
 def test_moe_align_and_sum_launch_with_pdl_where_the_gpu_has_it(
         monkeypatch: pytest.MonkeyPatch, routed: int) -> None:
     """Every launch of the MoE plumbing asks for PDL on sm_90+ (its kernels wait for the one

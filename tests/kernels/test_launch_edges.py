@@ -41,7 +41,7 @@ from sglang_shims.kernels.ops.rope import launch as rope_launch
 from sglang_shims.kernels.ops.space import Config
 from sglang_shims.kernels.runtime import DECODE_ROWS, cdiv
 
-from ..support.align import align_buffers, align_reference
+from ..support.align import align_buffers, align_reference, sort_within_buckets
 from ..support.kernels import has_cuda, select_backend, triton_skip
 from ..support.references import (
     DTYPE_IDS,
@@ -354,12 +354,14 @@ def test_moe_sum(device: str, gen: torch.Generator, case: tuple[int, int],
 
 
 def align_cases() -> list[tuple[int, int, int]]:
-    """(routed tokens, buckets, block size): around the single-program limit, around a
-    chunk of the two launches and of the three (512 bucket lanes), bucket counts around a
-    power of two, and the single program's sort at its bucket limit."""
+    """(routed tokens, buckets, block size): around the sorting single program's limit,
+    around the atomic one's, around a chunk of the two launches and of the three (512
+    bucket lanes), bucket counts around a power of two, and a single program at its
+    bucket limit."""
     most = align_launch.one_launch_limit(65)
     chunk = align_launch.chunked_config(most + 1, 65)["SUB"]
-    cases = [(n, 65, 16) for n in around(most)]
+    cases = [(n, 65, 16) for n in around(align_launch.SORT_MAX_ENTRIES)]
+    cases += [(n, 65, 16) for n in around(most)]
     cases += [(n, 65, 16) for n in around(max(2, cdiv(most + 2, chunk)) * chunk)]
     cases += [(n, 257, 16) for n in around(2 * chunk)]
     cases += [(most + 9, b, 4) for b in around(64)]
@@ -380,7 +382,11 @@ def test_moe_align(device: str, gen: torch.Generator, case: tuple[int, int, int]
     before = [b.tolist() for b in bufs]
     K.moe_align_block_size(ids.to(device), n_buckets, bs, *bufs, pad)
     want = align_reference(ids.tolist(), n_buckets, bs, pad, False, before)
-    assert [b.tolist() for b in bufs] == want
+    got = [b.tolist() for b in bufs]
+    if align_launch.one_launch(numel, n_buckets, len(got[0]), pad) \
+            and align_launch.one_launch_atomic(numel):
+        sort_within_buckets(got, want, numel)  # atomic ranks: no fixed order in a bucket
+    assert got == want
 
 
 # ------------------------------------------------------------------ FP8 quantisation
@@ -578,9 +584,10 @@ def test_the_cases_take_every_branch() -> None:
     assert {r for r, _, _ in group_cases()} >= {PREFILL}
     assert {r for r, _ in sum_cases()} >= {DECODE, PREFILL}
     assert {m <= DECODE for m, _, _ in mm_cases(True)} == {True, False}
-    paths = {"one" if align_launch.one_launch(n, b, 0, False) else
+    paths = {("atomic" if align_launch.one_launch_atomic(n) else "sort")
+             if align_launch.one_launch(n, b, 0, False) else
              "two" if align_launch.fused(n, b) else "three" for n, b, _ in align_cases()}
-    assert paths == {"one", "two", "three"}
+    assert paths == {"sort", "atomic", "two", "three"}
     low, mid, high = aligned_edges(lambda r: norm_launch.config(r, 100, False), "BLOCK_M",
                                    PREFILL)
     block = norm_launch.config(PREFILL, 100, False)["BLOCK_M"]

@@ -247,9 +247,9 @@ def test_norm_sweep_space_keeps_the_row_block_and_gives_each_thread_2_to_64_valu
 
 def test_quant_rules_groups_rows_and_tensor_blocks() -> None:
     """Per group: 4096 values a program (1024 at decode rows, measured), never more groups
-    than there are.  Per token: a decode row whole in one program, up to 8192 columns, a
-    warp per 512, 1 to 8 (measured); prefill steps of up to 1024 columns over rows making
-    4096 values, 4 warps.  Per tensor: blocks of up to 4096.  Grids cover."""
+    than there are.  Per token: a row whole in one program at every row count, up to 8192
+    columns a step, a warp per 512, 1 to 8 (measured).  Per tensor: blocks of up to 4096.
+    Grids cover."""
     for rows in (1, DECODE_ROWS, DECODE_ROWS + 1, 4096):
         for n_groups in (1, 3, 8, 31, 32, 33, 4096):
             for size in (32, 64, 128, 8192):
@@ -263,14 +263,9 @@ def test_quant_rules_groups_rows_and_tensor_blocks() -> None:
         for cols in SIZES:
             cfg = quant_launch.token_config(rows, cols)
             assert_launchable(cfg, (rows, cols))
-            if rows <= DECODE_ROWS:
-                block_n = min(next_pow2(cols), 8192)
-                assert cfg == {"BLOCK_M": 1, "BLOCK_N": block_n,
-                               "num_warps": max(1, min(8, block_n // 512))}, (rows, cols)
-            else:
-                block_n = min(next_pow2(cols), 1024)
-                assert cfg == {"BLOCK_M": max(1, min(next_pow2(rows), 4096 // block_n)),
-                               "BLOCK_N": block_n, "num_warps": 4}, (rows, cols)
+            block_n = min(next_pow2(cols), 8192)
+            assert cfg == {"BLOCK_M": 1, "BLOCK_N": block_n,
+                           "num_warps": max(1, min(8, block_n // 512))}, (rows, cols)
             assert_covers(rows, quant_launch.token_grid(rows, cfg)[0], cfg["BLOCK_M"], rows)
     for n in SIZES:
         block = quant_launch.tensor_block(n)
@@ -308,8 +303,8 @@ def test_quant_sweep_spaces_keep_the_fixed_block_and_their_bounds() -> None:
 
 
 @pytest.mark.parametrize(("buckets", "most"), [
-    (1, 256), (9, 256), (65, 256), (127, 256),  # up to 128 lanes: 256 routed tokens
-    (128, 128), (161, 128), (255, 128),  # 256 lanes: 128
+    (1, 512), (9, 512), (65, 512), (127, 512),  # up to 128 lanes: 512 routed tokens
+    (128, 256), (161, 256), (255, 256),  # 256 lanes: 256
     (256, 64), (385, 64), (511, 64),  # 512 lanes: 64
     (512, 128), (513, 128), (1024, 128)])  # 1024 lanes and more: 128 again (measured)
 def test_moe_align_one_launch_only_while_small(buckets: int, most: int) -> None:
@@ -322,6 +317,22 @@ def test_moe_align_one_launch_only_while_small(buckets: int, most: int) -> None:
     assert not align_launch.one_launch(1, buckets, fill + 1, True)
     assert align_launch.one_launch(1, buckets, fill + 1, False)
     assert not align_launch.one_launch(1, align_launch.ONE_LAUNCH_MAX_BUCKETS + 1, 10, True)
+
+
+def test_moe_align_single_program_sorts_only_the_smallest(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sorting program up to 32 routed tokens, the atomic one beyond (measured); the
+    switch forces either at every size."""
+    assert align_launch.ATOMIC_ONE_LAUNCH is None  # as shipped: the rule
+    assert not align_launch.one_launch_atomic(1)
+    assert not align_launch.one_launch_atomic(align_launch.SORT_MAX_ENTRIES)
+    assert align_launch.SORT_MAX_ENTRIES == 32
+    assert align_launch.one_launch_atomic(33)
+    assert align_launch.one_launch_atomic(1024)
+    monkeypatch.setattr(align_launch, "ATOMIC_ONE_LAUNCH", True)
+    assert align_launch.one_launch_atomic(1)
+    monkeypatch.setattr(align_launch, "ATOMIC_ONE_LAUNCH", False)
+    assert not align_launch.one_launch_atomic(1024)
 
 
 def test_moe_align_one_launch_bounds() -> None:

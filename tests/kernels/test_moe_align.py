@@ -53,10 +53,12 @@ ALIGN_CASES = [  # tokens, top-k, experts, block size
 def test_moe_align(backend: str, gen: torch.Generator, case: tuple[int, int, int, int],
                    id_dtype: torch.dtype, scan: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both chunked paths (the scan inside the placement, two launches; a one-program scan
-    between them, three) on every case the single program does not take."""
+    between them, three) on every case, the single programs off (they have
+    test_moe_align_one_launch.py)."""
     from sglang_shims.kernels.ops.moe_align import launch
 
     monkeypatch.setattr(launch, "FUSED_MAX_CHUNKS", 16 if scan == "fused" else 0)
+    monkeypatch.setattr(launch, "ONE_LAUNCH_MAX_ENTRIES", 0)
     tokens, k, experts, bs = case
     ids = torch.randint(-1, experts, (tokens, k), generator=gen).to(id_dtype).to(backend)
     n_buckets = experts + 1  # as sglang calls it

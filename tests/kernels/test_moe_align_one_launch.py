@@ -33,7 +33,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the kernel 
 from sglang_shims.kernels.ops import moe_align as A
 from sglang_shims.kernels.ops.moe_align import launch as L
 
-from ..support.align import align_buffers, align_reference
+from ..support.align import align_buffers, align_reference, sort_within_buckets
 from ..support.kernels import has_cuda, select_backend, triton_skip
 
 HAS_CUDA = has_cuda()
@@ -41,6 +41,7 @@ NO_TRITON = triton_skip()
 pytestmark = pytest.mark.skipif(bool(NO_TRITON), reason=NO_TRITON or "triton is here")
 
 ONE = ["moe_align_one"]
+ATOMIC = ["moe_align_one_atomic"]
 THREE = ["moe_align_count", "moe_align_scan", "moe_align_place"]
 TWO = ["moe_align_count", "moe_align_scan_place"]
 
@@ -52,9 +53,11 @@ def chunked(numel: int, n_buckets: int) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def one_launch_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The path ships switched off until a GPU has timed it; these tests switch it on at
-    the limit it is meant to get."""
+    """The single programs at every size up to :data:`L.ONE_LAUNCH_ON` routed tokens, the
+    sorting one unless a test asks for the other (the measured rule has tests of its own):
+    each is checked on more than the sizes it ships for."""
     monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", L.ONE_LAUNCH_ON)
+    monkeypatch.setattr(L, "ATOMIC_ONE_LAUNCH", False)
 
 
 @contextmanager
@@ -96,12 +99,7 @@ def align_and_compare(ids: torch.Tensor, n_buckets: int, bs: int, pad: bool,
     want = align_reference(flat, n_buckets, bs, pad, ignore_invalid, before)
     got = [b.tolist() for b in bufs]
     if any_order:
-        starts = want[3]
-        for bucket in range(n_buckets):
-            first = starts[bucket]
-            count = sum(1 for x in want[0][first:starts[bucket + 1]] if 0 <= x < len(flat))
-            for rows in (got[0], want[0]):
-                rows[first:first + count] = sorted(rows[first:first + count])
+        sort_within_buckets(got, want, len(flat))
     for label, found, expected in zip(("sorted_token_ids", "experts_ids",
                                        "num_tokens_post_pad", "cumsum_buffer"),
                                       got, want, strict=True):
@@ -152,14 +150,14 @@ def test_one_launch_matches_reference(case: tuple[list[list[int]], int, int, boo
 @given(case=align_inputs())
 def test_atomic_one_launch_matches_reference(case: tuple[list[list[int]], int, int, bool,
                                                          bool, bool]) -> None:
-    """The single program that ranks by atomic increments (off until a GPU times it): the
+    """The single program that ranks by atomic increments (above 32 routed tokens): the
     same inputs, the tokens of a bucket in any order."""
     rows, n_buckets, bs, pad, ignore_invalid, wide = case
     with triton_backend() as dev, pytest.MonkeyPatch.context() as mp:
         mp.setattr(L, "ATOMIC_ONE_LAUNCH", True)
         ids = torch.tensor(rows, dtype=torch.int64 if wide else torch.int32, device=dev)
         align_and_compare(ids, n_buckets, bs, pad, ignore_invalid,
-                          want_launches=["moe_align_one_atomic"], any_order=True)
+                          want_launches=ATOMIC, any_order=True)
 
 
 def test_any_order_still_checks_the_slots() -> None:
@@ -297,16 +295,23 @@ def test_dispatch_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_dispatch_by_the_measured_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As shipped (no override): the single program up to 256 routed tokens on 9 buckets,
-    64 on 257 (DeepSeek V3: 8 tokens x top-8), 128 on 513 (Qwen3-Next)."""
+    """As shipped (no override): the sorting program up to 32 routed tokens, the atomic one
+    beyond, up to 512 on 9 buckets, 256 on 129 (Qwen3-30B-A3B: 32 tokens x top-8), 64 on
+    257 (DeepSeek V3: 8 tokens x top-8), 128 on 513 (Qwen3-Next); then the chunks."""
     monkeypatch.setattr(L, "ONE_LAUNCH_MAX_ENTRIES", None)
-    for buckets, most in ((9, 256), (129, 128), (257, 64), (513, 128)):
-        assert _dispatch(most, buckets, 64, True) == ONE
+    monkeypatch.setattr(L, "ATOMIC_ONE_LAUNCH", None)
+    for buckets, most in ((9, 512), (129, 256), (257, 64), (513, 128)):
+        assert _dispatch(1, buckets, 64, True) == ONE
+        assert _dispatch(L.SORT_MAX_ENTRIES, buckets, 64, True) == ONE
+        assert _dispatch(L.SORT_MAX_ENTRIES + 1, buckets, 64, True) == ATOMIC
+        assert _dispatch(most, buckets, 64, True) == ATOMIC
         assert _dispatch(most + 1, buckets, 64, True) == chunked(most + 1, buckets)
-    assert _dispatch(257, 9, 64, True) == TWO and _dispatch(65, 257, 64, True) == THREE
-    monkeypatch.setattr(L, "ATOMIC_ONE_LAUNCH", True)  # the same sizes, the other program
-    assert _dispatch(256, 9, 64, True) == ["moe_align_one_atomic"]
-    assert _dispatch(257, 9, 64, True) == TWO
+    assert _dispatch(513, 9, 64, True) == TWO and _dispatch(65, 257, 64, True) == THREE
+    monkeypatch.setattr(L, "ATOMIC_ONE_LAUNCH", False)  # the same sizes, the sorting program
+    assert _dispatch(512, 9, 64, True) == ONE
+    assert _dispatch(513, 9, 64, True) == TWO
+    monkeypatch.setattr(L, "ATOMIC_ONE_LAUNCH", True)  # and the atomic one from the first
+    assert _dispatch(1, 9, 64, True) == ATOMIC
 
 
 def test_dispatch_of_the_chunked_path(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -143,6 +143,7 @@ def _ops() -> dict[str, tuple[Callable[[int], object], tuple[str, ...]]]:
         "topk_softmax": (topk, ("ops.moe_topk.triton.topk_softmax_kernel",)),
         "moe_fused_gate": (gate, ("ops.moe_gate.triton.moe_fused_gate_kernel",)),
         "moe_align_block_size": (align, ("ops.moe_align.triton.align_one_launch_kernel",
+                                         "ops.moe_align.triton.align_atomic_one_launch_kernel",
                                          "ops.moe_align.triton.align_count_kernel",
                                          "ops.moe_align.triton.align_scan_kernel",
                                          "ops.moe_align.triton.align_place_kernel",

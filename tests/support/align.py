@@ -45,3 +45,17 @@ def align_reference(ids: list[int], n_buckets: int, bs: int, pad: bool, ignore_i
     cumsum[n_buckets] = pos
     post_pad[0] = pos
     return [sorted_ids, experts, post_pad, cumsum]
+
+
+def sort_within_buckets(got: list[list[int]], want: list[list[int]], numel: int) -> None:
+    """Sort each bucket's tokens in place in ``got`` and ``want`` (buffers as
+    :func:`align_reference` gives them): for a kernel that places a bucket's tokens in no
+    fixed order (sgl-kernel's and our atomic single program do), which must still fill the
+    first slots of the bucket's share with exactly its tokens, the padding after them as
+    the reference has it.  A token in another bucket's share, or lost, still differs."""
+    starts = want[3]
+    for bucket in range(len(starts) - 1):
+        first = starts[bucket]
+        count = sum(1 for x in want[0][first:starts[bucket + 1]] if 0 <= x < numel)
+        for rows in (got[0], want[0]):
+            rows[first:first + count] = sorted(rows[first:first + count])

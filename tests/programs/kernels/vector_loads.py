@@ -30,7 +30,7 @@ def act(align):
 def token(align):
     return {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "s_ptr": "*fp32", "n_rows": "i32",
             "n_cols_q": "i32", "stride_x_q": "i32", "stride_q_q": "i32", "fp8_max": "fp32",
-            "BLOCK_M": 1, "BLOCK_N": 1024, "ALIGN": align}
+            "BLOCK_M": 1, "BLOCK_N": 1024, "ALIGN": align, "USE_PDL": False}
 
 
 def moe_sum(align):

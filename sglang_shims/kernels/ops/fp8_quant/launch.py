@@ -39,15 +39,17 @@ def group_candidates(n_groups: int, current: Config, quick: bool) -> list[Config
 def token_config(n_rows: int, n_cols: int) -> Config:
     """``BLOCK_M`` rows of ``BLOCK_N`` columns a step, and ``num_warps``: a program owns
     whole rows (the scale is the row's maximum)."""
-    if n_rows <= DECODE_ROWS:
-        # Measured on an H200 (rows of 4096/8192, 1-32 rows): one whole row a program
-        # and 8 warps are the best, 1.6-4x faster than the prefill layout below, which
-        # leaves 1-8 programs for the whole GPU at these sizes.
-        block_n = min(next_pow2(n_cols), 2 * TILE)
-        return {"BLOCK_M": 1, "BLOCK_N": block_n, "num_warps": max(1, min(8, block_n // 512))}
-    block_n = min(next_pow2(n_cols), 1024)
-    return {"BLOCK_M": max(1, min(next_pow2(n_rows), TILE // block_n)), "BLOCK_N": block_n,
-            "num_warps": 4}
+    # One whole row a program (up to 8192 columns a step) and a warp per 512 of them, 1 to
+    # 8, at every row count.  Measured at 1-32 rows of 4096/8192 on an H200 (1.6-4x faster
+    # than the layout below, which leaves 1-8 programs for the whole GPU there), then at
+    # 32-16384 rows of every model width on an H100 (2026-12-06,
+    # benchmarks/results/kernels-fp8-h100-2026-12-06.md) against that layout: rows of
+    # up to 1024 columns packed 4096 values a program, 4 warps, which was the rule above 32
+    # rows.  One row a program was 1.5-4.1x faster at 64 rows, 1.3-2.8x at 256, up to 1.6x
+    # at 2048 and 1.7x at 16384; 3-10% slower at 2048 rows of 2304, 4608 and 5120 columns
+    # (padded to a power of two, 37-44% of the lanes idle) and 4% at 16384 x 896.
+    block_n = min(next_pow2(n_cols), 2 * TILE)
+    return {"BLOCK_M": 1, "BLOCK_N": block_n, "num_warps": max(1, min(8, block_n // 512))}
 
 
 def token_grid(n_rows: int, cfg: Config) -> tuple[int]:

@@ -172,7 +172,7 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
     opts = pdl_options(pdl)
     if launch.one_launch(numel, n_buckets, sorted_token_ids.numel(), pad):
         one = launch.one_config(numel, n_buckets)
-        atomic = launch.ATOMIC_ONE_LAUNCH
+        atomic = launch.one_launch_atomic(numel)
         key = ("moe_align_one_atomic" if atomic else "moe_align_one", ids.dtype, one["SUB"],
                one["BLOCK_E"], pad, ignore_invalid, pdl)
         kernel = k.align_atomic_one_launch_kernel if atomic else k.align_one_launch_kernel
@@ -184,16 +184,20 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
     cfg = launch.chunked_config(numel, n_buckets)
     sub, block_e, rows = cfg["SUB"], cfg["BLOCK_E"], cfg["BLOCK_J"]
     n_chunks = cdiv(numel, sub)
-    counts = torch.empty(n_chunks * block_e, dtype=torch.int32, device=ids.device)
+    fused = launch.fused(numel, n_buckets)
+    # the chunks' counts, and for two launches each placing program's starts beside them
+    scratch = torch.empty((2 if fused else 1) * n_chunks * block_e, dtype=torch.int32,
+                          device=ids.device)
+    counts = scratch[:n_chunks * block_e]
     n_sorted = sorted_token_ids.numel()
     common = (ids.dtype, sub, block_e, ignore_invalid, pdl)
     launch_kernel(("moe_align_count", pad, *common), k.align_count_kernel, (n_chunks,),
                   ids, counts, sorted_token_ids, numel, n_buckets, n_sorted,
                   cdiv(n_sorted, n_chunks), IGNORE_INVALID=ignore_invalid, SUB=sub,
                   BLOCK_E=block_e, PAD=pad, BLOCK_F=launch.COUNT_FILL_STEP, **opts)
-    if launch.fused(numel, n_buckets):
+    if fused:
         launch_kernel(("moe_align_scan_place", *common, rows), k.align_scan_place_kernel,
-                      (n_chunks,), ids, counts, torch.empty_like(counts), cumsum_buffer,
+                      (n_chunks,), ids, counts, scratch[n_chunks * block_e:], cumsum_buffer,
                       num_tokens_post_pad, sorted_token_ids, experts_ids, numel, n_chunks,
                       n_buckets, bs, experts_ids.numel(), cdiv(experts_ids.numel(), n_chunks),
                       IGNORE_INVALID=ignore_invalid, SUB=sub, BLOCK_E=block_e, BLOCK_J=rows,

@@ -8,22 +8,25 @@ Alignment on the Triton path takes one single-program launch for small inputs (s
 otherwise: two launches up to :data:`FUSED_MAX_CHUNKS` chunks of at most
 :data:`FUSED_MAX_LANES` bucket lanes (:func:`fused`), three beyond (see ``triton.py``).
 
-Why, measured on an H100 on 2026-12-06
-(``benchmarks/results/kernels-moe-align-h100-2026-12-06.md``; the 11 routings of
+Why, measured on an H100 on 2026-12-06 (two runs each,
+``benchmarks/results/kernels-moe-align-h100-2026-12-06b.md``; the 11 routings of
 ``benchmarks/model_shapes.toml``, block 64, CUDA-graph replay, PDL on): decode runs this op
-every step, and there a launch costs more than the work. The single program sorts every
-routed token at once (``SUB``, a power of two), so its time grows with ``SUB`` times the
-bucket lanes (``BLOCK_E``); the chunked paths took 4.4-9.7 us up to 2048 routed tokens on up
-to 255 buckets, however few the tokens. Where each is faster: the single program up to 256
-routed tokens on up to 127 buckets (256 tokens, top-4 of 32 experts: 5.1 against 5.7 us for
-two launches), up to 128 on 128-255 (top-8 of 128: 7.0 against 7.6 us at 128, 9.1 against
-8.6 at 256), up to 64 on 256-511 (top-8 of 256: 6.7 against 7.1 us at 64, 10.4 against 8.8
-at 128), and up to 128 again on 512-1023, where the chunks' 1024-lane counts are slower
-still (top-10 of 512: 9.2 against 11.0 us at 80 routed tokens, 15.3 against 15.2 at 160).
-The bucket limit of 1024 covers 512-expert models (Qwen3-Next); 65536 slots caps the fill
-that one program writes alone at 256 KiB. The tests raise the entry limit to
-:data:`ONE_LAUNCH_ON` (1024) for every bucket count to check the path on larger inputs too;
-so does ``benchmarks/kernels.py --moe-align-one-launch`` to time it there.
+every step, and there a launch costs more than the work. Two single programs: up to
+:data:`SORT_MAX_ENTRIES` (32) routed tokens the one that sorts them (``tl.sort``: 2.0-4.4
+us, 0.2-0.6 us ahead of the other), beyond it the one that ranks them by atomic increments
+(:func:`one_launch_atomic`; no fixed order inside a bucket, as sgl-kernel's), whose time
+grows with the bucket lanes (``BLOCK_E``) and much less with the tokens than the sort's.
+It beats the chunked paths up to 512 routed tokens on up to 127 buckets (128 tokens x
+top-4 of 32 experts: 5.0 against 5.7 us for two launches; 128 tokens x top-2 of 8: 3.0
+against 4.6 us for the sort), up to 256 on 128-255 (top-8 of 128 at 256: 7.5 against 8.6
+us; at 512, 8.8 against 7.6), up to 64 on 256-511 (top-8 of 256: 6.6 against 6.7 us for
+the sort at 64, 10.1 against 8.9 for the chunks at 128), and up to 128 on 512-1023, where
+the chunks' 1024-lane counts are slower still (top-10 of 512: 8.3 against 9.2 us for the
+sort at 80 routed tokens, 14.0 against 15.2 for the chunks at 160, 22.2 against 16.2 at
+320). The bucket limit of 1024 covers 512-expert models (Qwen3-Next); 65536 slots caps the
+fill that one program writes alone at 256 KiB. The tests raise the entry limit to
+:data:`ONE_LAUNCH_ON` (1024) for every bucket count to check both programs on larger inputs
+too; so does ``benchmarks/kernels.py --moe-align-one-launch`` to time them there.
 
 The chunked path sorts chunks of :func:`chunk_entries` tokens, about :data:`CHUNK_PROGRAMS`
 of them: on up to 255 buckets 4.4-9.7 us up to 2048 routed tokens and 5.1-17.7 us beyond
@@ -64,10 +67,13 @@ FUSED_MAX_CHUNKS = 16
 program summing every chunk's counts); above it a one-program scan between them (three)."""
 FUSED_MAX_LANES = 256
 """... and only up to this many bucket lanes (``BLOCK_E``), see above."""
-ATOMIC_ONE_LAUNCH = False
-"""The single program ranks tokens by atomic increments instead of a sort
-(``align_atomic_one_launch_kernel``; no fixed order inside a bucket): off until a GPU has
-timed it against the sort at 33-256 routed tokens, where the sort stops paying."""
+SORT_MAX_ENTRIES = 32
+"""Up to this many routed tokens the single program sorts them; beyond, it ranks them by
+atomic increments (measured, see above)."""
+ATOMIC_ONE_LAUNCH: bool | None = None
+"""``None``: the measured choice between the two single programs (:func:`one_launch_atomic`);
+``True`` / ``False`` the atomic or the sorting one at every size (the tests and the
+benchmark's switches)."""
 CHUNK_PROGRAMS = 128
 """The three-launch path aims at this many chunks (about one per SM of an H100/H200)..."""
 CHUNK_MIN = 256
@@ -81,13 +87,21 @@ def _block_e(n_buckets: int) -> int:
 
 
 def one_launch_limit(n_buckets: int) -> int:
-    """The most routed tokens the single program takes for ``n_buckets`` buckets (measured,
-    see above): its sort costs about ``SUB * BLOCK_E``, so 32768 of those at most, except
-    from 1024 lanes on, where the chunked path is slower too."""
+    """The most routed tokens a single program takes for ``n_buckets`` buckets (measured,
+    see above): up to 65536 of ``SUB * BLOCK_E`` and 512 tokens, but 64 on 512 lanes and
+    128 from 1024 lanes on, where the chunked path is slower too."""
     if ONE_LAUNCH_MAX_ENTRIES is not None:
         return ONE_LAUNCH_MAX_ENTRIES
     lanes = _block_e(n_buckets)
-    return 128 if lanes >= 1024 else min(256, 32768 // lanes)
+    if lanes >= 1024:
+        return 128
+    return 64 if lanes >= 512 else min(512, 65536 // lanes)
+
+
+def one_launch_atomic(numel: int) -> bool:
+    """Whether the single program for ``numel`` routed tokens ranks them by atomic
+    increments (else it sorts them)."""
+    return numel > SORT_MAX_ENTRIES if ATOMIC_ONE_LAUNCH is None else ATOMIC_ONE_LAUNCH
 
 
 def one_launch(numel: int, n_buckets: int, n_sorted: int, pad: bool) -> bool:

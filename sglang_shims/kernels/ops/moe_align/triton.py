@@ -30,11 +30,11 @@ batch path places them by atomic increments, in no fixed order).
 
 Up to 16 chunks (``launch.fused``) steps 2 and 3 are one launch,
 ``align_scan_place_kernel``: each placing program scans the counts itself.  Decode-sized
-inputs take ``align_one_launch_kernel``: every routed token sorted in one program, the
-counts taken from the sorted runs and the starts passed through ``cumsum_buffer`` between
-barriers.  ``align_atomic_one_launch_kernel`` ranks them by atomic increments instead (no
-fixed order inside a bucket), off until a GPU has timed it.  Every kernel here waits for the
-one before it (PDL, where the GPU has it).
+inputs take one program: up to 32 routed tokens ``align_one_launch_kernel`` sorts them all,
+the counts taken from the sorted runs; beyond, ``align_atomic_one_launch_kernel`` ranks
+them by atomic increments (no fixed order inside a bucket).  Both pass the counts and
+starts through ``cumsum_buffer`` between barriers (``_place_counted``).  Every kernel here
+waits for the one before it (PDL, where the GPU has it).
 
 Ids are range-checked in their own dtype before any narrowing, so an int64 id that is
 out of range cannot wrap into a valid bucket when cast to int32.
@@ -118,6 +118,36 @@ def _fill(sorted_ptr, start, end, numel, BLOCK_F: tl.constexpr):
     for f in range(start, end, BLOCK_F):
         offs = f + tl.arange(0, BLOCK_F)
         tl.store(sorted_ptr + offs, tl.full([BLOCK_F], 0, tl.int32) + numel, mask=offs < end)
+
+
+@triton.jit
+def _owned_blocks(ends, expert_ids_ptr, first, count, n_expert_ids, n_buckets, block_size,
+                  BLOCK_E: tl.constexpr, BLOCK_J: tl.constexpr):
+    """``expert_ids`` of blocks ``first .. first + count`` that the padded total holds (the
+    total is the last bucket end) and that the buffer has room for."""
+    n_blocks = tl.minimum(tl.max(ends, axis=0) // block_size, n_expert_ids)
+    _expert_ids(ends, expert_ids_ptr, first, tl.minimum(first + count, n_blocks), n_buckets,
+                block_size, BLOCK_E, BLOCK_J)
+
+
+@triton.jit
+def _place_counted(cumsum_ptr, post_pad_ptr, sorted_ptr, expert_ids_ptr, bucket, rank, token,
+                   ok, n_buckets, block_size, n_expert_ids, BLOCK_E: tl.constexpr,
+                   BLOCK_J: tl.constexpr):
+    """The single programs' end, once ``cumsum_buffer`` holds each bucket's count: the
+    starts, ``num_tokens_post_pad``, every block's expert, then each routed token (``ok``)
+    at its bucket's start plus its ``rank``.  Each barrier makes every thread's stores land
+    before any thread reads or overwrites them (the counts, then the starts and the fill)."""
+    e = tl.arange(0, BLOCK_E)
+    tl.debug_barrier()
+    counts = tl.load(cumsum_ptr + e, mask=e < n_buckets, other=0)
+    tl.debug_barrier()  # every thread has its counts before the starts overwrite them
+    ends = _starts(counts, cumsum_ptr, post_pad_ptr, n_buckets, block_size, BLOCK_E)
+    _owned_blocks(ends, expert_ids_ptr, 0, n_expert_ids, n_expert_ids, n_buckets, block_size,
+                  BLOCK_E, BLOCK_J)
+    tl.debug_barrier()  # the fill and the starts, by any thread, before the placement
+    base = tl.load(cumsum_ptr + bucket, mask=ok, other=0)
+    tl.store(sorted_ptr + base + rank, token, mask=ok)
 
 
 @triton.jit(do_not_specialize=["numel", "n_sorted", "fill_per_program"])
@@ -213,11 +243,8 @@ def align_scan_place_kernel(ids_ptr, counts_ptr, starts_ptr, cumsum_ptr, post_pa
     tl.debug_barrier()  # this program's row of starts, by any thread, before the gather
     base = tl.load(starts_ptr + chunk * BLOCK_E + bucket, mask=ok, other=0)
     tl.store(sorted_ptr + base + rank, chunk * SUB + pos, mask=ok)
-    n_blocks = tl.minimum(tl.max(ends, axis=0) // block_size, n_expert_ids)  # max: the total
-    first = chunk * blocks_per_program
-    _expert_ids(ends, expert_ids_ptr, first,
-                tl.minimum(first + blocks_per_program, n_blocks), n_buckets, block_size,
-                BLOCK_E, BLOCK_J)
+    _owned_blocks(ends, expert_ids_ptr, chunk * blocks_per_program, blocks_per_program,
+                  n_expert_ids, n_buckets, block_size, BLOCK_E, BLOCK_J)
 
 
 @triton.jit
@@ -234,17 +261,16 @@ def align_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, c
                             IGNORE_INVALID: tl.constexpr, PAD: tl.constexpr,
                             SUB: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_J: tl.constexpr,
                             BLOCK_F: tl.constexpr, USE_PDL: tl.constexpr = False):
-    """The whole alignment in one program (grid ``(1,)``), for decode-sized inputs: one
-    sorted chunk of every routed token (``SUB``).
+    """The whole alignment in one program (grid ``(1,)``), for the smallest inputs (up to
+    ``launch.SORT_MAX_ENTRIES`` routed tokens): one sorted chunk of every routed token
+    (``SUB``).
 
-    Fill, sort, count, starts, ``expert_ids``, then placement.  Every loop bound is an
-    argument or a value this program computed, never a host read, so a CUDA graph can
-    capture it.  The counts come from the sorted runs, not from ``tl.histogram``: the last
-    entry of each bucket's run writes its run length into ``cumsum_buffer`` (zeroed first),
-    so the work does not grow with the bucket count (a histogram over 1024 bins made one
-    token of a 512-expert model 2.4x slower on the H100).  ``cumsum_buffer`` then carries
-    the bucket starts to the placement.  Each barrier makes every thread's stores land
-    before any thread reads or overwrites them.
+    Fill, sort, count, then :func:`_place_counted`.  Every loop bound is an argument or a
+    value this program computed, never a host read, so a CUDA graph can capture it.  The
+    counts come from the sorted runs, not from ``tl.histogram``: the last entry of each
+    bucket's run writes its run length into ``cumsum_buffer`` (zeroed first), so the work
+    does not grow with the bucket count (a histogram over 1024 bins made one token of a
+    512-expert model 2.4x slower on the H100).  The order inside a bucket is the tokens'.
     """
     pdl_prologue(USE_PDL)
     if PAD:
@@ -257,15 +283,8 @@ def align_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad_ptr, c
     last = _run_ends(bucket, SUB) & ok
     tl.debug_barrier()
     tl.store(cumsum_ptr + bucket, rank + 1, mask=last)
-    tl.debug_barrier()
-    counts = tl.load(cumsum_ptr + e, mask=e < n_buckets, other=0)
-    tl.debug_barrier()  # every thread has its counts before the starts overwrite them
-    ends = _starts(counts, cumsum_ptr, post_pad_ptr, n_buckets, block_size, BLOCK_E)
-    n_blocks = tl.minimum(tl.max(ends, axis=0) // block_size, n_expert_ids)  # max: the total
-    _expert_ids(ends, expert_ids_ptr, 0, n_blocks, n_buckets, block_size, BLOCK_E, BLOCK_J)
-    tl.debug_barrier()  # the fill and the starts, by any thread, before the placement
-    base = tl.load(cumsum_ptr + bucket, mask=ok, other=0)
-    tl.store(sorted_ptr + base + rank, pos, mask=ok)
+    _place_counted(cumsum_ptr, post_pad_ptr, sorted_ptr, expert_ids_ptr, bucket, rank, pos,
+                   ok, n_buckets, block_size, n_expert_ids, BLOCK_E, BLOCK_J)
 
 
 @triton.jit(do_not_specialize=["numel", "n_sorted", "n_expert_ids"])
@@ -275,13 +294,12 @@ def align_atomic_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad
                                    PAD: tl.constexpr, SUB: tl.constexpr,
                                    BLOCK_E: tl.constexpr, BLOCK_J: tl.constexpr,
                                    BLOCK_F: tl.constexpr, USE_PDL: tl.constexpr = False):
-    """The single program without the sort, off until a GPU has timed it
-    (``launch.ATOMIC_ONE_LAUNCH``): a token's rank in its bucket is what an atomic increment
-    of the bucket's count in ``cumsum_buffer`` returns, so the order inside a bucket is the
-    order the increments landed in, not the tokens' (sgl-kernel's placement has no fixed
-    order either; sglang's fused MoE reads each row of a block on its own).  Then the
-    counts, starts, ``expert_ids`` and placement as in :func:`align_one_launch_kernel`,
-    whose barriers these are."""
+    """The single program without the sort, for the decode sizes above
+    ``launch.SORT_MAX_ENTRIES`` routed tokens (``launch.one_launch_atomic``): a token's rank
+    in its bucket is what an atomic increment of the bucket's count in ``cumsum_buffer``
+    returns, so the order inside a bucket is the order the increments landed in, not the
+    tokens' (sgl-kernel's placement has no fixed order either; sglang's fused MoE reads
+    each row of a block on its own).  Then :func:`_place_counted`, as the sorting one."""
     pdl_prologue(USE_PDL)
     if PAD:
         _fill(sorted_ptr, 0, n_sorted, numel, BLOCK_F)
@@ -291,15 +309,9 @@ def align_atomic_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad
     tl.store(cumsum_ptr + e, tl.zeros([BLOCK_E], dtype=tl.int32), mask=e < n_buckets)
     tl.debug_barrier()
     rank = tl.atomic_add(cumsum_ptr + b, tl.full([SUB], 1, tl.int32), mask=ok)
-    tl.debug_barrier()
-    counts = tl.load(cumsum_ptr + e, mask=e < n_buckets, other=0)
-    tl.debug_barrier()  # every thread has its counts before the starts overwrite them
-    ends = _starts(counts, cumsum_ptr, post_pad_ptr, n_buckets, block_size, BLOCK_E)
-    n_blocks = tl.minimum(tl.max(ends, axis=0) // block_size, n_expert_ids)  # max: the total
-    _expert_ids(ends, expert_ids_ptr, 0, n_blocks, n_buckets, block_size, BLOCK_E, BLOCK_J)
-    tl.debug_barrier()  # the fill and the starts, by any thread, before the placement
-    base = tl.load(cumsum_ptr + b, mask=ok, other=0)
-    tl.store(sorted_ptr + base + rank, tl.arange(0, SUB), mask=ok)
+    _place_counted(cumsum_ptr, post_pad_ptr, sorted_ptr, expert_ids_ptr, b, rank,
+                   tl.arange(0, SUB), ok, n_buckets, block_size, n_expert_ids, BLOCK_E,
+                   BLOCK_J)
 
 
 # hidden and the strides come divided by ALIGN (runtime.vector_align), multiplied back by
