@@ -50,6 +50,14 @@ class Device:
         so the FP8 ops take their plain-PyTorch path there."""
         return self.capability >= (8, 9)
 
+    @property
+    def atomics(self) -> bool:
+        """Whether Triton's atomics compile here: it emits them with a memory order
+        (``atom.global.gpu.acq_rel`` and the like), which PTX has from compute capability
+        7.0 (ptxas for sm_61: "Feature '.acq_rel' requires .target sm_70 or higher"; found
+        by ``python -m tools.refresh gpu-compile``, 2026-12-06)."""
+        return self.capability >= (7, 0)
+
 
 MEASURED = Device((9, 0), 232448, 132)
 """The H200 the launch rules were measured on: what a tensor on no GPU (the interpreter)

@@ -39,7 +39,7 @@ from sglang_shims.kernels.ops.moe_topk import launch as topk_launch
 from sglang_shims.kernels.ops.norm import launch as norm_launch
 from sglang_shims.kernels.ops.rope import launch as rope_launch
 from sglang_shims.kernels.ops.space import Config
-from sglang_shims.kernels.runtime import DECODE_ROWS, cdiv
+from sglang_shims.kernels.runtime import DECODE_ROWS, cdiv, device_of
 
 from ..support.align import align_buffers, align_reference, sort_within_buckets
 from ..support.kernels import has_cuda, select_backend, triton_skip
@@ -384,7 +384,7 @@ def test_moe_align(device: str, gen: torch.Generator, case: tuple[int, int, int]
     want = align_reference(ids.tolist(), n_buckets, bs, pad, False, before)
     got = [b.tolist() for b in bufs]
     if align_launch.one_launch(numel, n_buckets, len(got[0]), pad) \
-            and align_launch.one_launch_atomic(numel):
+            and align_launch.one_launch_atomic(numel, device_of(bufs[0])):
         sort_within_buckets(got, want, numel)  # atomic ranks: no fixed order in a bucket
     assert got == want
 
@@ -584,7 +584,7 @@ def test_the_cases_take_every_branch() -> None:
     assert {r for r, _, _ in group_cases()} >= {PREFILL}
     assert {r for r, _ in sum_cases()} >= {DECODE, PREFILL}
     assert {m <= DECODE for m, _, _ in mm_cases(True)} == {True, False}
-    paths = {("atomic" if align_launch.one_launch_atomic(n) else "sort")
+    paths = {("atomic" if align_launch.one_launch_atomic(n, MEASURED) else "sort")
              if align_launch.one_launch(n, b, 0, False) else
              "two" if align_launch.fused(n, b) else "three" for n, b, _ in align_cases()}
     assert paths == {"sort", "atomic", "two", "three"}

@@ -324,15 +324,19 @@ def test_moe_align_single_program_sorts_only_the_smallest(
     """The sorting program up to 32 routed tokens, the atomic one beyond (measured); the
     switch forces either at every size."""
     assert align_launch.ATOMIC_ONE_LAUNCH is None  # as shipped: the rule
-    assert not align_launch.one_launch_atomic(1)
-    assert not align_launch.one_launch_atomic(align_launch.SORT_MAX_ENTRIES)
+    for dev in (MEASURED, Device((7, 0), 98304, 80), Device((12, 0), 101376, 36)):
+        assert not align_launch.one_launch_atomic(1, dev)
+        assert not align_launch.one_launch_atomic(align_launch.SORT_MAX_ENTRIES, dev)
+        assert align_launch.one_launch_atomic(33, dev)
+        assert align_launch.one_launch_atomic(1024, dev)
     assert align_launch.SORT_MAX_ENTRIES == 32
-    assert align_launch.one_launch_atomic(33)
-    assert align_launch.one_launch_atomic(1024)
+    pascal = Device((6, 1), 49152, 20)  # Triton's atomics need sm_70: the sort, always
+    assert not pascal.atomics and not align_launch.one_launch_atomic(33, pascal)
     monkeypatch.setattr(align_launch, "ATOMIC_ONE_LAUNCH", True)
-    assert align_launch.one_launch_atomic(1)
+    assert align_launch.one_launch_atomic(1, MEASURED)
+    assert not align_launch.one_launch_atomic(1, pascal)
     monkeypatch.setattr(align_launch, "ATOMIC_ONE_LAUNCH", False)
-    assert not align_launch.one_launch_atomic(1024)
+    assert not align_launch.one_launch_atomic(1024, MEASURED)
 
 
 def test_moe_align_one_launch_bounds() -> None:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...compile_lock import launch_kernel
-from ...runtime import cdiv, pdl_options, use_pdl, use_triton, vector_align
+from ...runtime import cdiv, device_of, pdl_options, use_pdl, use_triton, vector_align
 from . import launch
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ def _triton_align(topk_ids: torch.Tensor, n_buckets: int, bs: int,
     opts = pdl_options(pdl)
     if launch.one_launch(numel, n_buckets, sorted_token_ids.numel(), pad):
         one = launch.one_config(numel, n_buckets)
-        atomic = launch.one_launch_atomic(numel)
+        atomic = launch.one_launch_atomic(numel, device_of(ids))
         key = ("moe_align_one_atomic" if atomic else "moe_align_one", ids.dtype, one["SUB"],
                one["BLOCK_E"], pad, ignore_invalid, pdl)
         kernel = k.align_atomic_one_launch_kernel if atomic else k.align_one_launch_kernel

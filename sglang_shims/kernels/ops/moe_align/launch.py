@@ -14,7 +14,7 @@ Why, measured on an H100 on 2026-12-06 (two runs each,
 every step, and there a launch costs more than the work. Two single programs: up to
 :data:`SORT_MAX_ENTRIES` (32) routed tokens the one that sorts them (``tl.sort``: 2.0-4.4
 us, 0.2-0.6 us ahead of the other), beyond it the one that ranks them by atomic increments
-(:func:`one_launch_atomic`; no fixed order inside a bucket, as sgl-kernel's), whose time
+(:func:`one_launch_atomic`, from sm_70; no fixed order inside a bucket, as sgl-kernel's), whose time
 grows with the bucket lanes (``BLOCK_E``) and much less with the tokens than the sort's.
 It beats the chunked paths up to 512 routed tokens on up to 127 buckets (128 tokens x
 top-4 of 32 experts: 5.0 against 5.7 us for two launches; 128 tokens x top-2 of 8: 3.0
@@ -40,6 +40,7 @@ experts).
 
 from __future__ import annotations
 
+from ...device import Device
 from ...runtime import DECODE_ROWS, cdiv, next_pow2
 from ..space import Config, fits, pow2s, upto
 
@@ -98,9 +99,11 @@ def one_launch_limit(n_buckets: int) -> int:
     return 64 if lanes >= 512 else min(512, 65536 // lanes)
 
 
-def one_launch_atomic(numel: int) -> bool:
-    """Whether the single program for ``numel`` routed tokens ranks them by atomic
-    increments (else it sorts them)."""
+def one_launch_atomic(numel: int, dev: Device) -> bool:
+    """Whether the single program for ``numel`` routed tokens on ``dev`` ranks them by
+    atomic increments (else it sorts them: always where Triton's atomics do not compile)."""
+    if not dev.atomics:
+        return False
     return numel > SORT_MAX_ENTRIES if ATOMIC_ONE_LAUNCH is None else ATOMIC_ONE_LAUNCH
 
 

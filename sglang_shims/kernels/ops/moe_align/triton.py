@@ -295,7 +295,8 @@ def align_atomic_one_launch_kernel(ids_ptr, sorted_ptr, expert_ids_ptr, post_pad
                                    BLOCK_E: tl.constexpr, BLOCK_J: tl.constexpr,
                                    BLOCK_F: tl.constexpr, USE_PDL: tl.constexpr = False):
     """The single program without the sort, for the decode sizes above
-    ``launch.SORT_MAX_ENTRIES`` routed tokens (``launch.one_launch_atomic``): a token's rank
+    ``launch.SORT_MAX_ENTRIES`` routed tokens from sm_70 (``launch.one_launch_atomic``;
+    Triton's atomics carry a memory order, which older PTX lacks): a token's rank
     in its bucket is what an atomic increment of the bucket's count in ``cumsum_buffer``
     returns, so the order inside a bucket is the order the increments landed in, not the
     tokens' (sgl-kernel's placement has no fixed order either; sglang's fused MoE reads
