@@ -25,7 +25,7 @@ import torch  # the point of this process
 PRELOAD = ("torchvision", "torch._dynamo", "torch._inductor.compile_fx", "sympy", "networkx",
            "numpy", "PIL.Image", "aiohttp", "requests", "pydantic", "fastapi", "uvicorn",
            "zmq", "jinja2", "IPython", "gguf", "httpx", "psutil", "yaml", "tqdm", "einops",
-           "msgspec", "orjson", "scipy", "openai")
+           "msgspec", "orjson", "scipy")
 """What importing sglang loads from this environment besides torch (read from the patch
 programs' ``sys.modules``, 2026-12-05): ~2.5 s of CPU a program on a 2-core machine,
 torchvision and torch's compiler the most of it.  Never a package a patch watches or a
