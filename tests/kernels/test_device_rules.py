@@ -24,6 +24,13 @@ SM90 = Device((9, 0), 232448, 132)
 SMALL = Device((8, 9), 65536, 40)  # an fp8-capable GPU with a T4's shared memory
 
 
+def test_fp8_matmuls_ask_for_pdl_up_to_16_rows() -> None:
+    """Measured on an H100: PDL made every cell of 1-16 rows faster and some of 32-256
+    rows 15-40% slower."""
+    assert gemm.with_pdl(1) and gemm.with_pdl(16)
+    assert not gemm.with_pdl(17) and not gemm.with_pdl(4096)
+
+
 def test_fp8_matmul_stages_follow_shared_memory() -> None:
     """The measured stages where they fit (every fp8-capable GPU has 99 KiB or more); fewer
     where a block has less, down to two."""
@@ -161,9 +168,9 @@ def test_moe_align_and_sum_launch_with_pdl_where_the_gpu_has_it(
 
 
 def test_fp8_ops_launch_with_pdl_where_the_gpu_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both FP8 matmuls and every quantiser (per group, per token, per tensor dynamic and
-    static) ask for PDL on sm_90+ and not on sm_89 (e4m3, no PDL); the cache key tells the
-    two compilations apart."""
+    """Both FP8 matmuls (up to ``PDL_MAX_ROWS`` rows) and every quantiser (per group, per
+    token, per tensor dynamic and static) ask for PDL on sm_90+ and not on sm_89 (e4m3, no
+    PDL); the cache key tells the two compilations apart."""
     need("torch")
     import torch
 
@@ -184,6 +191,14 @@ def test_fp8_ops_launch_with_pdl_where_the_gpu_has_it(monkeypatch: pytest.Monkey
         K.sgl_per_tensor_quant_fp8(x, e(2, 256, dtype=fp8), torch.ones(1), True)
 
     keys: dict[bool, set[Any]] = {}
+    rows = gemm.PDL_MAX_ROWS + 1  # beyond it the matmuls launch without PDL (measured)
+    tall = torch.zeros(rows, 256, dtype=fp8)
+    for matmul in (lambda: K.fp8_scaled_mm(tall, b, torch.ones(rows, 1), torch.ones(128, 1),
+                                           torch.bfloat16),
+                   lambda: K.fp8_blockwise_scaled_mm(tall, b, torch.ones(rows, 2),
+                                                     torch.ones(2, 1), torch.bfloat16)):
+        (rec,) = _recorded(SM90, matmul)
+        assert "launch_pdl" not in rec.kwargs and "USE_PDL" not in rec.kwargs
     for dev, on in ((SM90, True), (SM120, True), (SM89, False)):
         launches = _recorded(dev, every_op)
         assert len(launches) == 7  # the dynamic per-tensor quantiser is two launches

@@ -81,7 +81,7 @@ def fp8_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: torch.Tens
 
     flat_bias = bias.reshape(-1) if bias is not None else None
     cfg = launch.config(m, n, decode_tiles=True, dev=device_of(mat_a))
-    pdl = use_pdl(mat_a)
+    pdl = use_pdl(mat_a) and launch.with_pdl(m)
     launch_kernel(_key(name, out, cfg, bias is not None, pdl), scaled_mm_kernel,
                   launch.grid(m, n, cfg),
                   mat_a, mat_b, sa, sb, flat_bias if flat_bias is not None else sa, out, m, n, k,
@@ -118,7 +118,7 @@ def fp8_blockwise_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: 
 
     out = torch.empty((m, n), dtype=out_dtype, device=mat_a.device)
     cfg = launch.config(m, n, decode_tiles=False, dev=device_of(mat_a))
-    pdl = use_pdl(mat_a)
+    pdl = use_pdl(mat_a) and launch.with_pdl(m)
     launch_kernel(_key(name, out, cfg, False, pdl), block_scaled_mm_kernel,
                   launch.grid(m, n, cfg),
                   mat_a, mat_b, scales_a, scales_b, out, m, n, k,

@@ -13,6 +13,20 @@ SMEM = 200 * 1024
 gives a block up to 227 KiB; above this the launch fails and the candidate is dropped."""
 
 
+PDL_MAX_ROWS = 16
+"""Up to this many rows the matmuls launch with PDL where the GPU has it (:func:`with_pdl`).
+Measured for ``scaled_mm_kernel`` on an H100 (2026-12-06,
+``benchmarks/results/kernels-fp8-h100-2026-12-06.md``, two runs each way): at 1-16 rows 7%
+less time at every model width (no cell slower), at 32-2048 rows 1-3% less as a geometric
+mean but 15-40% more in some cells (32 x 7168 and 8192, 64 and 256 x 5120; why not
+measured). The block-scaled kernel follows the same rule, untimed."""
+
+
+def with_pdl(m: int) -> bool:
+    """Whether an FP8 matmul of ``m`` rows asks for PDL (where the GPU has it)."""
+    return m <= PDL_MAX_ROWS
+
+
 EPILOGUE = 1024
 """Shared memory Triton adds beside the pipeline buffers (read from the compiled kernels:
 sm_90 128 x 128 x 128 in 3 stages takes 3 x 32768 + 1024 bytes)."""
