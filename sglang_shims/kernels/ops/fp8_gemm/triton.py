@@ -6,9 +6,10 @@ e4m3 products in fp32 through ``tl.dot`` (a product of two e4m3 values is exact 
 fp32) and apply the scales in fp32 before a single rounding to the output dtype, as
 sgl-kernel's CUTLASS epilogues do; the bias is added in fp32 too, before that rounding.
 Every load past an edge reads 0 (``other=0``), so any K is summed exactly over its
-real values.  Both wait for the kernel before them (PDL, where the GPU has it: the
-quantiser that made ``A`` is usually that kernel).  The program order groups ``GROUP_M``
-row tiles per column tile, so neighbouring programs share the weight tile in L2.
+real values.  Up to ``launch.PDL_MAX_ROWS`` rows both wait for the kernel before them
+(PDL, where the GPU has it: the quantiser that made ``A`` is usually that kernel).  The
+program order groups ``GROUP_M`` row tiles per column tile, so neighbouring programs share
+the weight tile in L2.
 """
 
 from __future__ import annotations
