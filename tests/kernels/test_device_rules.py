@@ -24,6 +24,14 @@ SM90 = Device((9, 0), 232448, 132)
 SMALL = Device((8, 9), 65536, 40)  # an fp8-capable GPU with a T4's shared memory
 
 
+def test_triton_atomics_from_sm_70() -> None:
+    """ptxas refuses the memory order Triton gives its atomics below sm_70 (found by the
+    every-arch compile on sm_61), so the atomic moe_align program is never chosen there."""
+    assert not Device((6, 1), 49152, 20).atomics
+    assert Device((7, 0), 98304, 80).atomics and SM86.atomics and SM90.atomics
+    assert not Device((6, 2), 49152, 2).atomics
+
+
 def test_fp8_matmuls_ask_for_pdl_up_to_16_rows() -> None:
     """Measured on an H100: PDL made every cell of 1-16 rows faster and some of 32-256
     rows 15-40% slower."""
