@@ -32,7 +32,7 @@ def test_triton_atomics_from_sm_70() -> None:
     assert not Device((6, 2), 49152, 2).atomics
 
 
-def test_fp8_matmuls_ask_for_pdl_up_to_16_rows() -> None:
+def test_fp8_gemm_asks_for_pdl_up_to_16_rows() -> None:
     """Measured on an H100: PDL made every cell of 1-16 rows faster and some of 32-256
     rows 15-40% slower."""
     assert gemm.with_pdl(1) and gemm.with_pdl(16)
@@ -175,7 +175,7 @@ def test_moe_align_and_sum_launch_with_pdl_where_the_gpu_has_it(
     assert not keys[True] & keys[False]
 
 
-def test_fp8_ops_launch_with_pdl_where_the_gpu_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fp8_gemm_and_quant_launch_with_pdl_where_the_gpu_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Both FP8 matmuls (up to ``PDL_MAX_ROWS`` rows) and every quantiser (per group, per
     token, per tensor dynamic and static) ask for PDL on sm_90+ and not on sm_89 (e4m3, no
     PDL); the cache key tells the two compilations apart."""
