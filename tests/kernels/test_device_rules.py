@@ -175,7 +175,8 @@ def test_moe_align_and_sum_launch_with_pdl_where_the_gpu_has_it(
     assert not keys[True] & keys[False]
 
 
-def test_fp8_gemm_and_quant_launch_with_pdl_where_the_gpu_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fp8_gemm_and_quant_launch_with_pdl_where_the_gpu_has_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Both FP8 matmuls (up to ``PDL_MAX_ROWS`` rows) and every quantiser (per group, per
     token, per tensor dynamic and static) ask for PDL on sm_90+ and not on sm_89 (e4m3, no
     PDL); the cache key tells the two compilations apart."""
