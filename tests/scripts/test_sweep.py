@@ -168,11 +168,11 @@ def test_current_config_is_read_from_the_wrapper_not_rederived(
 
     shape = S.Shape(3, 256)
     quant = S.OPS["sgl_per_token_quant_fp8"]
-    # above DECODE_ROWS, where the wrapper tiles rows by TILE (at decode sizes: one row)
-    before = _current(quant, S.Shape(40, 256), dev)
-    monkeypatch.setattr(fp8_launch, "TILE", before["BLOCK_N"])  # one row of BLOCK_N per program
-    after = _current(quant, S.Shape(40, 256), dev)
-    assert before["BLOCK_M"] > 1 and after["BLOCK_M"] == 1
+    # a row wider than the wrapper's step (2 * TILE columns): the step follows TILE
+    before = _current(quant, S.Shape(2, 16384), dev)
+    monkeypatch.setattr(fp8_launch, "TILE", 1024)
+    after = _current(quant, S.Shape(2, 16384), dev)
+    assert before["BLOCK_N"] == 8192 and after["BLOCK_N"] == 2048
 
     norm = S.OPS["rmsnorm"]
     before = _current(norm, shape, dev)
