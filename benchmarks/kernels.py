@@ -690,13 +690,14 @@ def main() -> int:
                         help="time moe_align_block_size's single-program path up to 1024 "
                              "routed tokens at every bucket count (shipped where it "
                              "measured faster: launch.one_launch_limit)")
-    parser.add_argument("--moe-align-atomic", action="store_true",
-                        help="moe_align_block_size's single program ranks by atomic"
-                             " increments at every size (shipped above"
-                             " launch.SORT_MAX_ENTRIES routed tokens)")
-    parser.add_argument("--moe-align-sorted", action="store_true",
-                        help="moe_align_block_size's single program sorts at every size"
-                             " (shipped up to launch.SORT_MAX_ENTRIES routed tokens)")
+    program = parser.add_mutually_exclusive_group()
+    program.add_argument("--moe-align-atomic", action="store_true",
+                         help="moe_align_block_size's single program ranks by atomic"
+                              " increments at every size (shipped above"
+                              " launch.SORT_MAX_ENTRIES routed tokens)")
+    program.add_argument("--moe-align-sorted", action="store_true",
+                         help="moe_align_block_size's single program sorts at every size"
+                              " (shipped up to launch.SORT_MAX_ENTRIES routed tokens)")
     parser.add_argument("--moe-align-fused", type=int, default=None, metavar="CHUNKS",
                         help="moe_align_block_size's chunked path runs the scan inside the"
                              " placement up to CHUNKS chunks at any bucket count (0: never;"
@@ -716,8 +717,6 @@ def main() -> int:
                         help="our kernels launch without programmatic dependent launch (PDL,"
                              " shipped on where the GPU has it: runtime.PDL_SHIPPED)")
     args = parser.parse_args()
-    if args.moe_align_atomic and args.moe_align_sorted:
-        parser.error("--moe-align-atomic and --moe-align-sorted exclude each other")
     REP_MS[0] = args.rep
     if args.no_pdl_ours:
         from sglang_shims.kernels import runtime
