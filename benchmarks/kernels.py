@@ -716,12 +716,21 @@ def main() -> int:
     parser.add_argument("--no-pdl-ours", action="store_true",
                         help="our kernels launch without programmatic dependent launch (PDL,"
                              " shipped on where the GPU has it: runtime.PDL_SHIPPED)")
+    parser.add_argument("--pdl-release", choices=("rule", "early", "late"), default="rule",
+                        help="where our norms and activations release the next kernel under"
+                             " PDL: at their start, at their exit, or by rows"
+                             " (shipped: runtime.PDL_EARLY_MAX_ROWS)")
     args = parser.parse_args()
     REP_MS[0] = args.rep
     if args.no_pdl_ours:
         from sglang_shims.kernels import runtime
 
         runtime.PDL_SHIPPED = False
+    if args.pdl_release != "rule":
+        from sglang_shims.kernels import runtime
+
+        runtime.PDL_EARLY_MAX_ROWS = 1 << 62 if args.pdl_release == "early" else 0
+        print(f"PDL: our kernels release the next one {args.pdl_release} at every size")
     if args.moe_align_one_launch:
         from sglang_shims.kernels.ops.moe_align import launch
 

@@ -350,11 +350,16 @@ DEFAULT_OPS = ("rmsnorm", "gemma_rmsnorm", "fused_add_rmsnorm", "gemma_fused_add
                "sgl_per_token_group_quant_fp8", "fp8_scaled_mm")
 
 
-def shapes(which: str) -> list[Shape]:
-    """benchmarks/kernels.py's token counts (decode, prefill or both) x its hidden sizes."""
-    tokens = {"decode": BENCH.DECODE, "prefill": BENCH.PREFILL,
-              "all": BENCH.DECODE + BENCH.PREFILL}[which]
-    return [Shape(t, h) for t in tokens for h in BENCH.HIDDEN]
+def shapes(which: str, tokens: Sequence[int] = (), hidden: Sequence[int] = ()) -> list[Shape]:
+    """benchmarks/kernels.py's token counts (decode, prefill or both) x its hidden sizes;
+    ``tokens`` / ``hidden``, where given, replace either."""
+    tokens = tokens or {"decode": BENCH.DECODE, "prefill": BENCH.PREFILL,
+                        "all": BENCH.DECODE + BENCH.PREFILL}[which]
+    return [Shape(t, h) for t in tokens for h in hidden or BENCH.HIDDEN]
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(",") if v.strip())
 
 
 # ------------------------------------------------------------------ recording and replaying
@@ -722,8 +727,13 @@ class AotColumn:
     """The real kernel's time per (op, shape label), from benchmarks/kernels.py's cases.
     GPU only (those cases are built on CUDA)."""
 
-    def __init__(self) -> None:
+    def __init__(self, shapes: Sequence[Shape] = ()) -> None:
         self.module, self.note = BENCH.real_sgl_kernel()
+        # kernels.py's cases at the sweep's own token counts and widths (default: its own)
+        tokens = tuple(sorted({s.tokens for s in shapes}))
+        widths = tuple(sorted({s.hidden for s in shapes}))
+        self.shapes = (BENCH.Shapes(tokens=tokens, hidden=widths, act=widths) if shapes
+                       else BENCH.Shapes())
         self._op = ""
         self._cases: dict[str, Callable[[], object]] = {}
 
@@ -736,8 +746,8 @@ class AotColumn:
             self._cases = {}  # free the previous op's inputs first
             self._op = op
             try:
-                self._cases = {c.shape: c.ours for c in BENCH.build_cases({op}, self.module)
-                               if c.op == op}
+                self._cases = {c.shape: c.ours for c in BENCH.build_cases(
+                    {op}, self.module, self.shapes) if c.op == op}
             except Exception as exc:
                 return None, f"error building the case: {type(exc).__name__}"
         fn = self._cases.get(label)
@@ -869,6 +879,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"comma-separated ops (default: {','.join(DEFAULT_OPS)}; also "
                         f"{', '.join(sorted(set(OPS) - set(DEFAULT_OPS)))})")
     parser.add_argument("--shapes", choices=("decode", "prefill", "all"), default="all")
+    parser.add_argument("--tokens", type=_ints, default=(), metavar="N,N",
+                        help="token counts instead of --shapes' own")
+    parser.add_argument("--hidden", default="", metavar="N,N|models",
+                        help="widths instead of 4096 and 8192 (models: the hidden sizes of"
+                             " benchmarks/model_shapes.toml and its odd widths)")
     parser.add_argument("--quick", action="store_true", help="a reduced candidate set")
     parser.add_argument("--budget", type=float, default=200.0,
                         help="seconds for the whole sweep (default 200)")
@@ -882,6 +897,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if unknown or not names:
         parser.error(f"unknown ops {unknown}; known: {', '.join(OPS)}")
     args.op_names = names
+    args.hidden = (BENCH.model_shapes().hidden if args.hidden == "models"
+                   else _ints(args.hidden))
     return args
 
 
@@ -892,7 +909,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     started = time.monotonic()  # the budget covers everything from here
-    aot = None if args.no_aot else AotColumn()
+    specs = [OPS[o] for o in args.op_names]
+    op_shapes = shapes(args.shapes, args.tokens, args.hidden)
+    aot = None if args.no_aot else AotColumn(op_shapes)
     meta = device_meta(args, "off" if aot is None else aot.note)
     print("\n".join(header_lines(meta)))
     print(TABLE_HEAD, flush=True)
@@ -907,7 +926,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     signal.signal(signal.SIGTERM, _on_sigterm)
-    specs, op_shapes = [OPS[o] for o in args.op_names], shapes(args.shapes)
     pool = None
     if args.jobs > 0:
         try:

@@ -109,10 +109,34 @@ def use_pdl(t: torch.Tensor, enable_pdl: bool | None = None) -> bool:
     return dev is not None and dev.pdl
 
 
-def pdl_options(on: bool) -> dict[str, bool]:
-    """The kernel argument and the launch option that go together for PDL (none when off:
-    a kernel compiled without it is the one every GPU and the interpreter run)."""
-    return {"USE_PDL": True, "launch_pdl": True} if on else {}
+PDL_EARLY_MAX_ROWS = DECODE_ROWS
+"""The norms and the gated activations release the next kernel as soon as they start up to
+this many rows, and when they exit beyond it (:func:`pdl_options`).  Why: a kernel
+released early is placed beside the one still running and waits in its SM slots.  At
+decode sizes the grid is small and the launch latency hidden is the gain (every decode
+cell of the norms and activations went to >= 0.95x sgl-kernel's with it, H200
+2026-12-05); at 256 rows the early release cost 0.3-2.8 us a call where the next kernel
+is the same one (the benchmark's replays; sgl-kernel's norms release just before they
+exit).  Measured on an H100 (2026-12-06, ``kernels-pdl-release-h100-2026-12-06.md``),
+released at exit at 256 rows: fused_add_rmsnorm's cells below 0.95x the AOT kernel 6 -> 0,
+silu_and_mul's 8 -> 1, gelu_tanh_and_mul's 7 -> 2; at 2048 rows within a few percent
+either way (fused_add_rmsnorm at 2048 x 1000: 7.8 -> 3.5 us).  The FP8 per-group quantiser
+was slower released late (0.98x -> 0.91x at 256 rows), so the quantisers, the matmuls and
+the MoE plumbing always release at the start.  ``benchmarks/kernels.py --pdl-release
+early|late`` overrides it for a measurement."""
+
+
+def pdl_options(on: bool, rows: int | None = None) -> dict[str, bool]:
+    """The kernel arguments and the launch option that go together for PDL (none when
+    off: a kernel compiled without it is the one every GPU and the interpreter run).
+    ``rows``: the launch's rows, for the kernels that take ``PDL_LATE`` (release the next
+    kernel at exit rather than at the start beyond :data:`PDL_EARLY_MAX_ROWS`: the norms
+    and the activations); ``None`` for kernels that always release at the start."""
+    if not on:
+        return {}
+    if rows is not None and rows > PDL_EARLY_MAX_ROWS:
+        return {"USE_PDL": True, "PDL_LATE": True, "launch_pdl": True}
+    return {"USE_PDL": True, "launch_pdl": True}
 
 
 def cdiv(a: int, b: int) -> int:

@@ -216,3 +216,48 @@ def test_fp8_gemm_and_quant_launch_with_pdl_where_the_gpu_has_it(
             assert rec.kwargs.get("USE_PDL", False) is on, rec.key
         keys.setdefault(on, set()).update(rec.key for rec in launches)
     assert not keys[True] & keys[False]
+
+
+@pytest.mark.parametrize("rows", [1, runtime.PDL_EARLY_MAX_ROWS, runtime.PDL_EARLY_MAX_ROWS + 1,
+                                  2048])
+def test_pdl_release_moves_to_the_exit_beyond_decode_rows(monkeypatch: pytest.MonkeyPatch,
+                                                          rows: int) -> None:
+    """The norms and the activations release the next kernel at their start up to
+    ``PDL_EARLY_MAX_ROWS`` rows and at their exit beyond (``PDL_LATE``); the cache key
+    tells the two compilations apart.  The FP8 quantisers (measured slower released late)
+    and the MoE plumbing always release at the start: they take no ``PDL_LATE``."""
+    need("torch")
+    import torch
+
+    from sglang_shims import kernels as K
+
+    monkeypatch.setattr(runtime, "PDL_SHIPPED", True)
+    e, bf, fp8 = torch.empty, torch.bfloat16, torch.float8_e4m3fn
+    x, w = torch.ones(rows, 256, dtype=bf), torch.ones(256, dtype=bf)
+
+    def by_rows() -> None:
+        K.rmsnorm(x, w)
+        K.fused_add_rmsnorm(x.clone(), x.clone(), w)
+        K.gemma_rmsnorm(x, w)
+        K.silu_and_mul(torch.ones(rows, 512, dtype=bf))
+        K.gelu_tanh_and_mul(torch.ones(rows, 512, dtype=bf))
+
+    def always_early() -> None:
+        K.sgl_per_token_group_quant_fp8(x, e(rows, 256, dtype=fp8), e(rows, 2), 128, 1e-10,
+                                        -448.0, 448.0)
+        K.sgl_per_token_quant_fp8(x, e(rows, 256, dtype=fp8), e(rows))
+        K.sgl_per_tensor_quant_fp8(x, e(rows, 256, dtype=fp8), torch.zeros(1), False)
+        K.moe_sum_reduce(torch.ones(rows, 8, 64), torch.empty(rows, 64), 1.0)
+
+    late = rows > runtime.PDL_EARLY_MAX_ROWS
+    launches = _recorded(SM90, by_rows)
+    assert len(launches) == 5
+    for rec in launches:
+        assert rec.kwargs.get("USE_PDL") is True, rec.key
+        assert rec.kwargs.get("PDL_LATE", False) is late, rec.key
+    for rec in _recorded(SM90, always_early):
+        assert rec.kwargs.get("USE_PDL") is True and "PDL_LATE" not in rec.kwargs, rec.key
+    # the same launches released the other way are other compilations
+    monkeypatch.setattr(runtime, "PDL_EARLY_MAX_ROWS", 0 if not late else 1 << 62)
+    others = _recorded(SM90, by_rows)
+    assert not {r.key for r in launches} & {r.key for r in others}

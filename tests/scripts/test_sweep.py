@@ -356,5 +356,24 @@ def test_command_line() -> None:
                                                                          "fp8_scaled_mm"]
     with pytest.raises(SystemExit):
         S.parse_args(["--ops", "rmsnorm,nope"])
+    default = S.parse_args(["--shapes", "decode"])
+    assert S.shapes("decode", default.tokens, default.hidden) == S.shapes("decode")
+    assert {sh.hidden for sh in S.shapes("decode")} == set(S.BENCH.HIDDEN)
+    picked = S.parse_args(["--tokens", "1,32", "--hidden", "models"])
+    models = S.BENCH.model_shapes().hidden
+    assert 4608 in models and 5120 in models
+    assert S.shapes("all", picked.tokens, picked.hidden) == [
+        S.Shape(t, h) for t in (1, 32) for h in models]
+    assert S.parse_args(["--hidden", "5120"]).hidden == (5120,)
     if not HAS_CUDA:
         assert S.main(["--ops", "rmsnorm"]) == 2
+
+
+def test_the_aot_column_builds_cases_at_the_sweeps_widths() -> None:
+    """The AOT column times kernels.py's case for the same label, so it builds the cases at
+    the sweep's own token counts and widths (a model width has no case among the default
+    ones)."""
+    col = S.AotColumn([S.Shape(t, h) for t in (1, 32) for h in (5120, 4608)])
+    assert (col.shapes.tokens, col.shapes.hidden, col.shapes.act) == ((1, 32), (4608, 5120),
+                                                                      (4608, 5120))
+    assert S.AotColumn().shapes == S.BENCH.Shapes()

@@ -6,8 +6,9 @@ Like each family's ``triton.py``, imported only at the first Triton launch.
 * :func:`pdl_prologue` -- the start of a kernel that may be launched early (programmatic
   dependent launch, ``norm`` and ``activation``): with ``USE_PDL`` it waits for the kernel
   before it (``gdc_wait``) before touching memory, then lets the next one start
-  (``gdc_launch_dependents``).  Without it the branch is compiled out: the plain kernel
-  every GPU and the interpreter run.
+  (``gdc_launch_dependents``), or with ``LATE`` leaves the release to the program's exit
+  (``runtime.pdl_options`` decides by the launch's rows).  Without ``USE_PDL`` the branch
+  is compiled out: the plain kernel every GPU and the interpreter run.
 * :func:`load_router_tile` -- the router logits of ``BLOCK_M`` tokens by every expert, the
   first step of both MoE routers (``moe_topk``, ``moe_gate``).
 """
@@ -19,11 +20,14 @@ import triton.language as tl  # type: ignore[import-not-found, import-untyped, u
 
 
 @triton.jit
-def pdl_prologue(USE_PDL: tl.constexpr):
-    """Wait for the previous kernel, then release the next one (PDL only)."""
+def pdl_prologue(USE_PDL: tl.constexpr, LATE: tl.constexpr = False):
+    """Wait for the previous kernel, then release the next one (PDL only).  ``LATE``:
+    no release here, so the next kernel starts as this one's programs exit (the release
+    PDL makes at a program's end when none was made before)."""
     if USE_PDL:
         tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+        if not LATE:
+            tl.extra.cuda.gdc_launch_dependents()
 
 
 @triton.jit

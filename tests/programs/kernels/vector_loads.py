@@ -19,12 +19,13 @@ def norm(align):
             "n_rows": "i32", "n_cols_q": "i32", "stride_x_q": "i32", "stride_res_q": "i32",
             "stride_out_q": "i32", "eps": "fp32", "ALIGN": align, "WEIGHT_OFFSET": 0.0,
             "HAS_RESIDUAL": True, "SINGLE_PASS": True, "BLOCK_M": 1, "BLOCK_N": 8192,
-            "USE_PDL": False}
+            "USE_PDL": False, "PDL_LATE": False}
 
 
 def act(align):
     return {"x_ptr": "*bf16", "out_ptr": "*bf16", "d_q": "i32", "stride_x_q": "i32",
-            "stride_out_q": "i32", "ACT": 0, "BLOCK": 1024, "ALIGN": align, "USE_PDL": False}
+            "stride_out_q": "i32", "ACT": 0, "BLOCK": 1024, "ALIGN": align, "USE_PDL": False,
+            "PDL_LATE": False}
 
 
 def token(align):

@@ -108,13 +108,13 @@ def _triton(out: torch.Tensor, x: torch.Tensor, act: int, d: int) -> None:
         target, o2 = out, out.new_empty(out.shape).view(-1, d)
     n_rows = x2.shape[0]
     cfg = launch.config(n_rows, d)
-    pdl = use_pdl(x2)
+    opts = pdl_options(use_pdl(x2), n_rows)
     align = vector_align(min(x2.element_size(), o2.element_size()),
                          d, x2.stride(0), o2.stride(0))
-    key = ("act_and_mul", act, x2.dtype, o2.dtype, cfg["BLOCK"], cfg["num_warps"], pdl,
-           align)
+    key = ("act_and_mul", act, x2.dtype, o2.dtype, cfg["BLOCK"], cfg["num_warps"],
+           tuple(opts), align)
     launch_kernel(key, act_and_mul_kernel, launch.grid(n_rows, d, cfg),
                   x2, o2, d // align, x2.stride(0) // align, o2.stride(0) // align,
-                  ACT=act, ALIGN=align, **cfg, **pdl_options(pdl))
+                  ACT=act, ALIGN=align, **cfg, **opts)
     if target is not None:
         target.copy_(o2.view(target.shape))

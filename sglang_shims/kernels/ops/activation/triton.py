@@ -52,13 +52,14 @@ def act_and_mul_kernel(
     BLOCK: tl.constexpr,
     ALIGN: tl.constexpr = 1,
     USE_PDL: tl.constexpr = False,
+    PDL_LATE: tl.constexpr = False,
 ):
     """out[r, c] = act(x[r, c]) * x[r, d + c] for c in this program's block.
 
     ``d`` and the strides come divided by ``ALIGN`` (``runtime.vector_align``) and are
     multiplied back by the constexpr, so that Triton knows their divisibility and vectorises
     the loads at widths it does not specialise (not a multiple of 16)."""
-    pdl_prologue(USE_PDL)
+    pdl_prologue(USE_PDL, PDL_LATE)
     d = d_q * ALIGN
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)

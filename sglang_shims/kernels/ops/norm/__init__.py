@@ -148,8 +148,9 @@ def _norm_triton(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | No
     strides = (x2.stride(0), rr.stride(0), o2.stride(0))
     align = vector_align(min(x2.element_size(), rr.element_size(), o2.element_size()),
                          hidden, *strides)
+    opts = pdl_options(pdl, n_rows)
     key = ("rmsnorm", x2.dtype, o2.dtype, r2 is not None, weight_offset, single,
-           cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], pdl, align)
+           cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], tuple(opts), align)
     launch_kernel(key, rmsnorm_kernel, launch.grid(n_rows, cfg),
                   x2, rr, w, o2,
                   n_rows, hidden // align,
@@ -159,4 +160,4 @@ def _norm_triton(out: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | No
                   WEIGHT_OFFSET=float(weight_offset),
                   HAS_RESIDUAL=r2 is not None,
                   SINGLE_PASS=single,
-                  **cfg, **pdl_options(pdl))
+                  **cfg, **opts)

@@ -39,12 +39,13 @@ def rmsnorm_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     USE_PDL: tl.constexpr = False,
+    PDL_LATE: tl.constexpr = False,
 ):
     """out = x * rsqrt(mean(x^2) + eps) * (w + WEIGHT_OFFSET), x = input (+ residual).
 
     The width and strides come divided by ``ALIGN`` (``runtime.vector_align``): multiplied
     back here by a constexpr, their divisibility is known and the loads are vectorised."""
-    pdl_prologue(USE_PDL)
+    pdl_prologue(USE_PDL, PDL_LATE)
     n_cols = n_cols_q * ALIGN
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < n_rows
