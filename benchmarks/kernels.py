@@ -720,8 +720,16 @@ def main() -> int:
                         help="where our norms and activations release the next kernel under"
                              " PDL: at their start, at their exit, or by rows"
                              " (shipped: runtime.PDL_EARLY_MAX_ROWS)")
+    parser.add_argument("--fp8-split-k", type=int, default=None, metavar="N",
+                        help="fp8_scaled_mm cuts K into N runs wherever its rule may split"
+                             " (1: never; shipped: fp8_gemm.launch.split_k)")
     args = parser.parse_args()
     REP_MS[0] = args.rep
+    if args.fp8_split_k is not None:
+        from sglang_shims.kernels.ops.fp8_gemm import launch as fp8_launch
+
+        fp8_launch.SPLIT_K = args.fp8_split_k
+        print(f"fp8_scaled_mm: K split in {args.fp8_split_k} at decode sizes")
     if args.no_pdl_ours:
         from sglang_shims.kernels import runtime
 

@@ -261,3 +261,46 @@ def test_pdl_release_moves_to_the_exit_beyond_decode_rows(monkeypatch: pytest.Mo
     monkeypatch.setattr(runtime, "PDL_EARLY_MAX_ROWS", 0 if not late else 1 << 62)
     others = _recorded(SM90, by_rows)
     assert not {r.key for r in launches} & {r.key for r in others}
+
+
+def test_fp8_gemm_splits_k_at_decode_sizes() -> None:
+    """``fp8_scaled_mm`` cuts K until the grid is four programs an SM, keeping two K steps
+    a program; from ``DECODE_ROWS + 1`` rows, or past the counts' tiles, it does not."""
+    def split(m: int, n: int, k: int, dev: Device = SM90) -> int:
+        cfg = gemm.config(m, n, decode_tiles=True, dev=dev)
+        (tiles,) = gemm.grid(m, n, cfg)
+        return gemm.split_k(m, k, cfg, tiles, dev)
+
+    assert split(1, 5120, 5120) == 4  # 160 tiles of 32 columns: 640 programs on 132 SMs
+    assert split(16, 4096, 4096) == 8  # 128 tiles, 16 K steps of 256: 1024 programs
+    assert split(32, 4096, 4096) == 8  # 64-column tiles from 17 rows: 128 tiles again
+    assert split(1, 4096, 2048) == 4  # 8 K steps: two a program
+    assert split(1, 4096, 1024) == 2
+    assert split(1, 4096, 512) == 1
+    assert split(1, 4096, 4096, SM120) == 2  # 36 SMs: 256 programs are four an SM
+    assert split(1, 32768, 4096) == 1  # 1024 tiles already
+    assert split(runtime.DECODE_ROWS + 1, 4096, 4096) == 1
+    assert split(1, 32 * (gemm.MAX_SPLIT_TILES + 1), 4096) == 1
+
+
+def test_fp8_gemm_split_counts_are_per_stream_and_never_made_in_a_capture(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    need("torch")
+    import torch
+
+    from sglang_shims.kernels.ops import fp8_gemm
+
+    monkeypatch.setattr(fp8_gemm, "_COUNTS", {})
+    stream = types.SimpleNamespace(cuda_stream=7)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: stream)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    cuda = torch.device("cuda", 0)
+    assert fp8_gemm._counts(cuda) is None  # capturing, none yet: do not split
+    made = torch.zeros(4, dtype=torch.int32)
+    fp8_gemm._COUNTS[("cuda:0", 7)] = made
+    assert fp8_gemm._counts(cuda) is made
+    stream.cuda_stream = 8
+    assert fp8_gemm._counts(cuda) is None  # another stream has its own
+    cpu = fp8_gemm._counts(torch.device("cpu"))
+    assert cpu is not None and cpu.numel() == gemm.MAX_SPLIT_TILES
+    assert int(cpu.count_nonzero()) == 0 and fp8_gemm._counts(torch.device("cpu")) is cpu

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed: the kernel 
 
 from sglang_shims import kernels as K
 
-from ..support.kernels import triton_skip
+from ..support.kernels import gpu_only, triton_skip
 from ..support.references import FP8, assert_matmul, block_scales, fp8_operand
 
 SEED = 20261201
@@ -128,6 +128,76 @@ def test_fp8_blockwise_routes_to_sglangs_triton(gen: torch.Generator,
     monkeypatch.setattr(fp8_gemm, "use_triton", lambda t: False)
     K.fp8_blockwise_scaled_mm(a, weight.t(), x_scale, w_scale.t(), torch.bfloat16)
     assert len(calls) == 1, "sglang's kernel was called on the plain-torch path"
+
+
+SPLIT_CASES = [  # M, N, K, split forced: 4 K steps of 256 in 3 runs leave the last empty
+    (1, 96, 1000, 3), (16, 64, 1024, 2), (5, 200, 2040, 4), (32, 128, 768, 8)]
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: "m{}-n{}-k{}-split{}".format(*c))
+def test_fp8_scaled_mm_split_k(backend: str, gen: torch.Generator, monkeypatch: pytest.MonkeyPatch,
+                               case: tuple[int, int, int, int]) -> None:
+    """K cut into runs whose partial sums the tile's last program adds (the decode rule's
+    kernel, forced here at small sizes): the product within the matmul bound, the same
+    bits on a second call (the partials are added in index order, and the arrival counts
+    are back at 0 after each launch)."""
+    from sglang_shims.kernels.ops import fp8_gemm
+    from sglang_shims.kernels.ops.fp8_gemm import launch
+
+    m, n, k, split = case
+    monkeypatch.setattr(launch, "SPLIT_K", split)
+    a, weight = fp8_operand(gen, m, k, backend), fp8_operand(gen, n, k, backend)
+    sa = (torch.rand(m, 1, generator=gen) + 0.05) / 64
+    sb = (torch.rand(n, generator=gen) + 0.05) / 64
+    bias = (torch.randn(n, generator=gen) * 4).to(BF16).to(backend)
+    first = K.fp8_scaled_mm(a, weight.t(), sa.to(backend), sb.to(backend), BF16, bias)
+    again = K.fp8_scaled_mm(a, weight.t(), sa.to(backend), sb.to(backend), BF16, bias)
+    ad, wd = a.double().cpu(), weight.double().cpu()
+    scale = sa.double().view(-1, 1) * sb.double().view(1, -1)
+    assert_matmul(first, (ad @ wd.t()) * scale + bias.double().cpu(),
+                  (ad.abs() @ wd.abs().t()) * scale, BF16)
+    assert torch.equal(first, again)
+    if backend != "torch":
+        assert all(int(c.count_nonzero()) == 0 for c in fp8_gemm._COUNTS.values())
+
+
+@gpu_only
+@pytest.mark.parametrize("mnk", [(1, 5120, 5120), (4, 4608, 4608), (16, 4096, 4096),
+                                 (32, 7168, 7168), (9, 2880, 2880)], ids=str)
+def test_fp8_scaled_mm_split_by_the_rule_on_a_gpu(gen: torch.Generator,
+                                                  mnk: tuple[int, int, int]) -> None:
+    """The decode rule's split at model widths on a real GPU (hundreds of programs meeting
+    on their tiles' counts at once): within the matmul bound of float64, the same bits
+    eagerly, in a CUDA graph's replays, and again after them."""
+    from sglang_shims.kernels.ops import fp8_gemm
+
+    m, n, k = mnk
+    a, weight = fp8_operand(gen, m, k, "cuda"), fp8_operand(gen, n, k, "cuda")
+    sa = ((torch.rand(m, 1, generator=gen) + 0.05) / 64).cuda()
+    sb = ((torch.rand(n, generator=gen) + 0.05) / 64).cuda()
+    cfg = fp8_gemm.launch.config(m, n, decode_tiles=True, dev=fp8_gemm.device_of(a))
+    assert fp8_gemm.launch.split_k(m, k, cfg, fp8_gemm.launch.grid(m, n, cfg)[0],
+                                   fp8_gemm.device_of(a)) > 1
+
+    def call() -> torch.Tensor:
+        return K.fp8_scaled_mm(a, weight.t(), sa, sb, BF16)
+
+    eager = call()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        call()  # this stream's counts exist before its capture (as sglang warms up)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            captured = call()
+    for _ in range(3):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(captured, eager)
+    assert torch.equal(call(), eager)
+    ad, wd = a.double(), weight.double()
+    scale = sa.double().view(-1, 1) * sb.double().view(1, -1)
+    assert_matmul(eager.cpu(), ((ad @ wd.t()) * scale).cpu(),
+                  ((ad.abs() @ wd.abs().t()) * scale).cpu(), BF16)
 
 
 def test_fp8_matmul_rejects(backend: str) -> None:

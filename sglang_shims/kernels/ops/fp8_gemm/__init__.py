@@ -77,18 +77,56 @@ def fp8_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: torch.Tens
         if bias is not None:
             acc += bias.float().view(1, -1)
         return out.copy_(acc)
-    from .triton import scaled_mm_kernel
+    from .triton import scaled_mm_kernel, scaled_mm_split_kernel
 
     flat_bias = bias.reshape(-1) if bias is not None else None
-    cfg = launch.config(m, n, decode_tiles=True, dev=device_of(mat_a))
+    dev = device_of(mat_a)
+    cfg = launch.config(m, n, decode_tiles=True, dev=dev)
     pdl = use_pdl(mat_a) and launch.with_pdl(m)
-    launch_kernel(_key(name, out, cfg, bias is not None, pdl), scaled_mm_kernel,
-                  launch.grid(m, n, cfg),
-                  mat_a, mat_b, sa, sb, flat_bias if flat_bias is not None else sa, out, m, n, k,
-                  mat_a.stride(0), mat_a.stride(1), mat_b.stride(0), mat_b.stride(1),
-                  out.stride(0), out.stride(1), int(sa.numel() > 1), int(sb.numel() > 1),
-                  HAS_BIAS=flat_bias is not None, **cfg, **pdl_options(pdl))
+    (tiles,) = launch.grid(m, n, cfg)
+    split = launch.split_k(m, k, cfg, tiles, dev)
+    counts = _counts(mat_a.device) if split > 1 else None
+    args = (mat_a, mat_b, sa, sb, flat_bias if flat_bias is not None else sa, out)
+    rest = (m, n, k, mat_a.stride(0), mat_a.stride(1), mat_b.stride(0), mat_b.stride(1),
+            out.stride(0), out.stride(1), int(sa.numel() > 1), int(sb.numel() > 1))
+    if counts is None:
+        launch_kernel(_key(name, out, cfg, bias is not None, pdl), scaled_mm_kernel, (tiles,),
+                      *args, *rest, HAS_BIAS=flat_bias is not None, **cfg, **pdl_options(pdl))
+        return out
+    parts = torch.empty(tiles * split * cfg["BLOCK_M"] * cfg["BLOCK_N"], dtype=torch.float32,
+                        device=mat_a.device)
+    launch_kernel((*_key(name, out, cfg, bias is not None, pdl), split),
+                  scaled_mm_split_kernel, (tiles, split), *args, parts, counts, *rest,
+                  HAS_BIAS=flat_bias is not None, SPLIT=split, **cfg, **pdl_options(pdl))
     return out
+
+
+_COUNTS: dict[tuple[str, int], torch.Tensor] = {}
+"""The split matmul's arrival counts, one zeroed buffer per (device, stream), made on
+first use and never freed (see :func:`_counts`)."""
+
+
+def _counts(device: torch.device) -> torch.Tensor | None:
+    """``launch.MAX_SPLIT_TILES`` arrival counts for the split kernel on this stream, all 0
+    between launches (each tile's last program resets its own), or ``None`` (do not split).
+
+    Per stream, because two matmuls on one stream never run at once (stream order; under
+    PDL the kernel waits for the one before it before its first atomic), while two streams
+    may.  ``None`` while a CUDA graph is being captured and this stream has no counts yet:
+    zeroing them inside the capture would happen only when that graph replays, not before
+    another graph sharing the stream does (sglang runs each batch size eagerly on its
+    capture stream before capturing it, so the counts exist by then)."""
+    import torch
+
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (str(device), int(stream))
+    counts = _COUNTS.get(key)
+    if counts is None:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            return None
+        counts = _COUNTS[key] = torch.zeros(launch.MAX_SPLIT_TILES, dtype=torch.int32,
+                                            device=device)
+    return counts
 
 
 def fp8_blockwise_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: torch.Tensor,

@@ -27,6 +27,32 @@ def with_pdl(m: int) -> bool:
     return m <= PDL_MAX_ROWS
 
 
+SPLIT_K: int | None = None
+"""``fp8_scaled_mm``'s K split for every launch where :func:`split_k` may split (``None``:
+the rule; ``benchmarks/kernels.py --fp8-split-k N`` sets it for a measurement)."""
+MAX_SPLIT_TILES = 16384
+"""Tiles the per-stream arrival counts cover (``fp8_gemm._counts``); a launch of more
+tiles is not split."""
+
+
+def split_k(m: int, k: int, cfg: Config, tiles: int, dev: Device) -> int:
+    """How many runs of K steps ``fp8_scaled_mm`` cuts an ``[m, k] x [k, n]`` product into
+    (1: not split).  Only decode-sized products (up to ``DECODE_ROWS`` rows) are split:
+    there the column tiles are the whole grid, fewer than a few per SM (a 5120-wide
+    weight in 32-column tiles is 160 programs on 132 SMs, so some SMs stream two tiles
+    while others idle).  Splitting until the grid is at least four programs an SM,
+    keeping at least two K steps a program."""
+    if m > DECODE_ROWS or tiles > MAX_SPLIT_TILES:
+        return 1
+    steps = cdiv(k, cfg["BLOCK_K"])
+    if SPLIT_K is not None:
+        return max(1, min(SPLIT_K, steps))
+    split = 1
+    while tiles * split < 4 * dev.sm_count and steps >= 4 * split:
+        split *= 2
+    return split
+
+
 EPILOGUE = 1024
 """Shared memory Triton adds beside the pipeline buffers (read from the compiled kernels:
 sm_90 128 x 128 x 128 in 3 stages takes 3 x 32768 + 1024 bytes)."""

@@ -75,6 +75,15 @@ def scaled_mm_kernel(
         acc = tl.dot(a, b, acc)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
+    _scale_store(acc, rm, rn, m_ok, n_ok, sa_ptr, sb_ptr, bias_ptr, c_ptr,
+                 stride_sa, stride_sb, stride_cm, stride_cn, HAS_BIAS)
+
+
+@triton.jit
+def _scale_store(acc, rm, rn, m_ok, n_ok, sa_ptr, sb_ptr, bias_ptr, c_ptr,
+                 stride_sa, stride_sb, stride_cm, stride_cn, HAS_BIAS: tl.constexpr):
+    """The epilogue of both per-channel kernels: scale the fp32 sum by row and column,
+    add the bias in fp32, round once to C's dtype and store the tile."""
     sa = tl.load(sa_ptr + rm * stride_sa, mask=m_ok, other=0.0)
     sb = tl.load(sb_ptr + rn * stride_sb, mask=n_ok, other=0.0)
     acc = acc * sa[:, None] * sb[None, :]
@@ -82,6 +91,57 @@ def scaled_mm_kernel(
         acc += tl.load(bias_ptr + rn, mask=n_ok, other=0.0).to(tl.float32)[None, :]
     c_ptrs = c_ptr + rm.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit(do_not_specialize=["M"])
+def scaled_mm_split_kernel(
+    a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, c_ptr, part_ptr, count_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_sa, stride_sb,
+    HAS_BIAS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SPLIT: tl.constexpr,
+    USE_PDL: tl.constexpr = False,
+):
+    """``scaled_mm_kernel`` with K cut in ``SPLIT`` runs of steps (grid: tiles x SPLIT),
+    for the few-row matmuls whose column tiles alone leave SMs idle or unevenly loaded.
+
+    Each program writes its fp32 partial sum to ``part_ptr`` (``[tiles, SPLIT, BLOCK_M,
+    BLOCK_N]``) and counts itself in on its tile's ``count_ptr`` entry; the tile's last
+    program to arrive adds the ``SPLIT`` partials in index order (the same sum whichever
+    program is last), sets the count back to 0 for the next launch, and stores the
+    scaled tile.  Its loads of the partials go to L2 (``.cg``): other SMs wrote them."""
+    pdl_prologue(USE_PDL)
+    rm, rn, rk, m_ok, n_ok, a_ptrs, b_ptrs = _operand_tiles(
+        a_ptr, b_ptr, M, N, stride_am, stride_ak, stride_bk, stride_bn,
+        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+    steps = tl.cdiv(K, BLOCK_K)
+    per = tl.cdiv(steps, SPLIT)
+    part = tl.program_id(1)
+    first = part * per
+    a_ptrs += first * BLOCK_K * stride_ak
+    b_ptrs += first * BLOCK_K * stride_bk
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(first, tl.minimum(first + per, steps)):
+        k_ok = rk < K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    tile = tl.program_id(0)
+    cell = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    parts = part_ptr + tile.to(tl.int64) * (SPLIT * BLOCK_M * BLOCK_N) + cell
+    tl.store(parts + part * (BLOCK_M * BLOCK_N), acc)
+    tl.debug_barrier()  # every thread's partial is written before the count says so
+    if tl.atomic_add(count_ptr + tile, 1, sem="acq_rel") == SPLIT - 1:
+        total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for s in tl.static_range(SPLIT):
+            total += tl.load(parts + s * (BLOCK_M * BLOCK_N), cache_modifier=".cg")
+        tl.store(count_ptr + tile, 0)
+        _scale_store(total, rm, rn, m_ok, n_ok, sa_ptr, sb_ptr, bias_ptr, c_ptr,
+                     stride_sa, stride_sb, stride_cm, stride_cn, HAS_BIAS)
 
 
 @triton.jit(do_not_specialize=["M"])
