@@ -264,43 +264,60 @@ def test_pdl_release_moves_to_the_exit_beyond_decode_rows(monkeypatch: pytest.Mo
 
 
 def test_fp8_gemm_splits_k_at_decode_sizes() -> None:
-    """``fp8_scaled_mm`` cuts K until the grid is four programs an SM, keeping two K steps
-    a program; from ``DECODE_ROWS + 1`` rows, or past the counts' tiles, it does not."""
+    """``fp8_scaled_mm`` doubles its K split while the grid stays within 2.5 programs an SM
+    and each program keeps two K steps; from ``DECODE_ROWS + 1`` rows, or past the counts'
+    tiles, it does not split."""
     def split(m: int, n: int, k: int, dev: Device = SM90) -> int:
         cfg = gemm.config(m, n, decode_tiles=True, dev=dev)
         (tiles,) = gemm.grid(m, n, cfg)
         return gemm.split_k(m, k, cfg, tiles, dev)
 
-    assert split(1, 5120, 5120) == 4  # 160 tiles of 32 columns: 640 programs on 132 SMs
-    assert split(16, 4096, 4096) == 8  # 128 tiles, 16 K steps of 256: 1024 programs
-    assert split(32, 4096, 4096) == 8  # 64-column tiles from 17 rows: 128 tiles again
-    assert split(1, 4096, 2048) == 4  # 8 K steps: two a program
-    assert split(1, 4096, 1024) == 2
+    assert split(1, 5120, 5120) == 2  # 160 tiles of 32 columns: 320 programs on 132 SMs
+    assert split(16, 4096, 4096) == 2  # 128 tiles
+    assert split(32, 4096, 4096) == 2  # 64-column tiles from 17 rows, two row tiles: 128
+    assert split(16, 2304, 2304) == 4  # 72 tiles: 288 programs
+    assert split(1, 7168, 7168) == 1  # 224 tiles: two splits would be 3.4 programs an SM
+    assert split(1, 165 * 32, 4096) == 2  # 330 programs: 2.5 an SM exactly
+    assert split(1, 166 * 32, 4096) == 1
+    assert split(1, 4096, 1024) == 2  # 4 K steps of 256: two a program
+    assert split(1, 2048, 1024) == 2  # room for four, but only 4 K steps
     assert split(1, 4096, 512) == 1
-    assert split(1, 4096, 4096, SM120) == 2  # 36 SMs: 256 programs are four an SM
-    assert split(1, 32768, 4096) == 1  # 1024 tiles already
+    assert split(1, 2048, 4096, SM120) == 1  # 36 SMs: 128 programs are 3.6 an SM
+    assert split(1, 1024, 4096, SM120) == 2
     assert split(runtime.DECODE_ROWS + 1, 4096, 4096) == 1
     assert split(1, 32 * (gemm.MAX_SPLIT_TILES + 1), 4096) == 1
 
 
-def test_fp8_gemm_split_counts_are_per_stream_and_never_made_in_a_capture(
+def test_fp8_gemm_split_counts_are_per_stream_and_never_zeroed_in_a_capture(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream's counts are a slot of the device's arena; the arena is made (zeroed) only
+    outside a capture, and a stream first met inside a capture gets an unused slot."""
     need("torch")
     import torch
 
     from sglang_shims.kernels.ops import fp8_gemm
 
     monkeypatch.setattr(fp8_gemm, "_COUNTS", {})
+    monkeypatch.setattr(fp8_gemm, "_ARENA", {})
+    monkeypatch.setattr(fp8_gemm, "STREAM_SLOTS", 2)
     stream = types.SimpleNamespace(cuda_stream=7)
+    capturing = [True]
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: stream)
-    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
+    zeros = torch.zeros
+    monkeypatch.setattr(torch, "zeros", lambda *a, **k: zeros(*a, **{**k, "device": "cpu"}))
     cuda = torch.device("cuda", 0)
-    assert fp8_gemm._counts(cuda) is None  # capturing, none yet: do not split
-    made = torch.zeros(4, dtype=torch.int32)
-    fp8_gemm._COUNTS[("cuda:0", 7)] = made
-    assert fp8_gemm._counts(cuda) is made
-    stream.cuda_stream = 8
-    assert fp8_gemm._counts(cuda) is None  # another stream has its own
-    cpu = fp8_gemm._counts(torch.device("cpu"))
-    assert cpu is not None and cpu.numel() == gemm.MAX_SPLIT_TILES
-    assert int(cpu.count_nonzero()) == 0 and fp8_gemm._counts(torch.device("cpu")) is cpu
+    assert fp8_gemm._counts(cuda) is None  # capturing, no arena yet: do not split
+    capturing[0] = False
+    first = fp8_gemm._counts(cuda)
+    assert first is not None and first.numel() == gemm.MAX_SPLIT_TILES
+    assert fp8_gemm._counts(cuda) is first
+    capturing[0] = True
+    stream.cuda_stream = 8  # a new stream inside a capture: the next unused slot
+    second = fp8_gemm._counts(cuda)
+    assert second is not None and second.data_ptr() != first.data_ptr()
+    assert int(second.count_nonzero()) == 0
+    stream.cuda_stream = 9  # the slots are spent
+    assert fp8_gemm._counts(cuda) is None
+    cpu = fp8_gemm._counts(torch.device("cpu"))  # another device, its own arena
+    assert cpu is not None and int(cpu.count_nonzero()) == 0

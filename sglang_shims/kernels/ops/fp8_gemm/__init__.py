@@ -38,6 +38,7 @@ shapes that do not match.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -102,70 +103,43 @@ def fp8_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: torch.Tens
 
 
 _COUNTS: dict[tuple[str, int], torch.Tensor] = {}
-"""The split matmul's arrival counts, one zeroed buffer per (device, stream), made on
-first use and never freed (see :func:`_counts`)."""
+"""The split matmul's arrival counts for each (device, stream): a slot of the device's
+arena, handed out on the stream's first split launch and kept for good."""
+_ARENA: dict[str, torch.Tensor] = {}
+"""Per device, ``STREAM_SLOTS`` rows of ``launch.MAX_SPLIT_TILES`` counts, zeroed once."""
+STREAM_SLOTS = 64
+_SLOTS_LOCK = threading.Lock()
 
 
 def _counts(device: torch.device) -> torch.Tensor | None:
-    """``launch.MAX_SPLIT_TILES`` arrival counts for the split kernel on this stream, all 0
-    between launches (each tile's last program resets its own), or ``None`` (do not split).
+    """Arrival counts for the split kernel on the current stream, all 0 between launches
+    (each tile's last program resets its own), or ``None``: do not split.
 
     Per stream, because two matmuls on one stream never run at once (stream order; under
     PDL the kernel waits for the one before it before its first atomic), while two streams
-    may.  ``None`` while a CUDA graph is being captured and this stream has no counts yet:
-    zeroing them inside the capture would happen only when that graph replays, not before
-    another graph sharing the stream does (sglang runs each batch size eagerly on its
-    capture stream before capturing it, so the counts exist by then)."""
+    may.  The device's arena is zeroed outside any CUDA graph capture, on the first split
+    launch (a launch captured before it is not split: zeroing inside the capture would
+    happen only when that graph replays).  A stream met first inside a capture gets a
+    slot of the arena that no launch has used yet, so zero already."""
     import torch
 
     stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
     key = (str(device), int(stream))
-    counts = _COUNTS.get(key)
-    if counts is None:
-        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+    with _SLOTS_LOCK:
+        counts = _COUNTS.get(key)
+        if counts is not None:
+            return counts
+        arena = _ARENA.get(key[0])
+        if arena is None:
+            if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+                return None
+            arena = _ARENA[key[0]] = torch.zeros(STREAM_SLOTS, launch.MAX_SPLIT_TILES,
+                                                 dtype=torch.int32, device=device)
+        used = sum(1 for dev, _ in _COUNTS if dev == key[0])
+        if used == STREAM_SLOTS:
             return None
-        counts = _COUNTS[key] = torch.zeros(launch.MAX_SPLIT_TILES, dtype=torch.int32,
-                                            device=device)
-    return counts
-
-
-def fp8_blockwise_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: torch.Tensor,
-                            scales_b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
-    """``mat_a @ mat_b`` with per-(token, 128-group) and per-128x128-block fp32 scales."""
-    import torch
-
-    name = "fp8_blockwise_scaled_mm"
-    m, n, k = _check_operands(name, mat_a, mat_b, out_dtype)
-    kb, nb = -(-k // BLOCK), -(-n // BLOCK)
-    for label, s, want in (("scales_a", scales_a, (m, kb)), ("scales_b", scales_b, (kb, nb))):
-        if s.dtype != torch.float32 or tuple(s.shape) != want:
-            raise ValueError(f"{name}: {label} must be float32 {list(want)}, got {s.dtype} "
-                             f"{list(s.shape)}")
-    if m == 0 or n == 0:
-        return torch.empty((m, n), dtype=out_dtype, device=mat_a.device)
-    if not (use_triton(mat_a) and device_of(mat_a).fp8):
-        sa = scales_a.repeat_interleave(BLOCK, dim=1)[:, :k]
-        sb = scales_b.repeat_interleave(BLOCK, dim=0).repeat_interleave(BLOCK, dim=1)[:k, :n]
-        return ((mat_a.float() * sa) @ (mat_b.float() * sb)).to(out_dtype)
-    sglang = _sglang_block_matmul() if mat_a.is_cuda else None
-    if sglang is not None and mat_a.is_contiguous() and mat_b.t().is_contiguous():
-        out: torch.Tensor = sglang(mat_a, mat_b.t(), scales_a, scales_b.t(), [BLOCK, BLOCK],
-                                   output_dtype=out_dtype)
-        return out
-    from .triton import block_scaled_mm_kernel
-
-    out = torch.empty((m, n), dtype=out_dtype, device=mat_a.device)
-    cfg = launch.config(m, n, decode_tiles=False, dev=device_of(mat_a))
-    pdl = use_pdl(mat_a) and launch.with_pdl(m)
-    launch_kernel(_key(name, out, cfg, False, pdl), block_scaled_mm_kernel,
-                  launch.grid(m, n, cfg),
-                  mat_a, mat_b, scales_a, scales_b, out, m, n, k,
-                  mat_a.stride(0), mat_a.stride(1), mat_b.stride(0), mat_b.stride(1),
-                  out.stride(0), out.stride(1), scales_a.stride(0), scales_a.stride(1),
-                  scales_b.stride(0), scales_b.stride(1), SCALE_BLOCK=BLOCK,
-                  **{knob: v for knob, v in cfg.items() if knob != "BLOCK_K"},
-                  **pdl_options(pdl))
-    return out
+        counts = _COUNTS[key] = arena[used]
+        return counts
 
 
 def _sglang_block_matmul() -> Callable[..., Any] | None:

@@ -30,25 +30,29 @@ def with_pdl(m: int) -> bool:
 SPLIT_K: int | None = None
 """``fp8_scaled_mm``'s K split for every launch where :func:`split_k` may split (``None``:
 the rule; ``benchmarks/kernels.py --fp8-split-k N`` sets it for a measurement)."""
-MAX_SPLIT_TILES = 16384
-"""Tiles the per-stream arrival counts cover (``fp8_gemm._counts``); a launch of more
-tiles is not split."""
+MAX_SPLIT_TILES = 1024
+"""Tiles one stream's arrival counts cover (``fp8_gemm._counts``); a launch of more tiles
+is not split (the rule splits grids of up to 1.25 programs an SM only)."""
 
 
 def split_k(m: int, k: int, cfg: Config, tiles: int, dev: Device) -> int:
     """How many runs of K steps ``fp8_scaled_mm`` cuts an ``[m, k] x [k, n]`` product into
-    (1: not split).  Only decode-sized products (up to ``DECODE_ROWS`` rows) are split:
-    there the column tiles are the whole grid, fewer than a few per SM (a 5120-wide
-    weight in 32-column tiles is 160 programs on 132 SMs, so some SMs stream two tiles
-    while others idle).  Splitting until the grid is at least four programs an SM,
-    keeping at least two K steps a program."""
+    (1: not split).  Only decode-sized products (up to ``DECODE_ROWS`` rows), where the
+    column tiles are the whole grid.  Doubling while the grid stays within 2.5 programs an
+    SM and each program keeps two K steps or more.
+
+    Measured on an H100 (132 SMs, 2026-12-06, ``kernels-fp8-split-h100-2026-12-06.md``,
+    splits 1 / 2 / 4 / 8 at every model width, 4-32 rows): splitting 64-160 tiles in two
+    or four took 2048-5120-wide products from 0.59-0.87x the AOT kernel to 0.64-1.00x;
+    grids beyond ~2.5 programs an SM lost up to 25% (7168 columns in two: 0.97x -> 0.77x;
+    4096 in four: 0.88x -> 0.69x)."""
     if m > DECODE_ROWS or tiles > MAX_SPLIT_TILES:
         return 1
     steps = cdiv(k, cfg["BLOCK_K"])
     if SPLIT_K is not None:
         return max(1, min(SPLIT_K, steps))
     split = 1
-    while tiles * split < 4 * dev.sm_count and steps >= 4 * split:
+    while 2 * tiles * (2 * split) <= 5 * dev.sm_count and steps >= 4 * split:
         split *= 2
     return split
 
