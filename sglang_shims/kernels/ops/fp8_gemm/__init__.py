@@ -102,6 +102,45 @@ def fp8_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: torch.Tens
     return out
 
 
+def fp8_blockwise_scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scales_a: torch.Tensor,
+                            scales_b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+    """``mat_a @ mat_b`` with per-(token, 128-group) and per-128x128-block fp32 scales."""
+    import torch
+
+    name = "fp8_blockwise_scaled_mm"
+    m, n, k = _check_operands(name, mat_a, mat_b, out_dtype)
+    kb, nb = -(-k // BLOCK), -(-n // BLOCK)
+    for label, s, want in (("scales_a", scales_a, (m, kb)), ("scales_b", scales_b, (kb, nb))):
+        if s.dtype != torch.float32 or tuple(s.shape) != want:
+            raise ValueError(f"{name}: {label} must be float32 {list(want)}, got {s.dtype} "
+                             f"{list(s.shape)}")
+    if m == 0 or n == 0:
+        return torch.empty((m, n), dtype=out_dtype, device=mat_a.device)
+    if not (use_triton(mat_a) and device_of(mat_a).fp8):
+        sa = scales_a.repeat_interleave(BLOCK, dim=1)[:, :k]
+        sb = scales_b.repeat_interleave(BLOCK, dim=0).repeat_interleave(BLOCK, dim=1)[:k, :n]
+        return ((mat_a.float() * sa) @ (mat_b.float() * sb)).to(out_dtype)
+    sglang = _sglang_block_matmul() if mat_a.is_cuda else None
+    if sglang is not None and mat_a.is_contiguous() and mat_b.t().is_contiguous():
+        out: torch.Tensor = sglang(mat_a, mat_b.t(), scales_a, scales_b.t(), [BLOCK, BLOCK],
+                                   output_dtype=out_dtype)
+        return out
+    from .triton import block_scaled_mm_kernel
+
+    out = torch.empty((m, n), dtype=out_dtype, device=mat_a.device)
+    cfg = launch.config(m, n, decode_tiles=False, dev=device_of(mat_a))
+    pdl = use_pdl(mat_a) and launch.with_pdl(m)
+    launch_kernel(_key(name, out, cfg, False, pdl), block_scaled_mm_kernel,
+                  launch.grid(m, n, cfg),
+                  mat_a, mat_b, scales_a, scales_b, out, m, n, k,
+                  mat_a.stride(0), mat_a.stride(1), mat_b.stride(0), mat_b.stride(1),
+                  out.stride(0), out.stride(1), scales_a.stride(0), scales_a.stride(1),
+                  scales_b.stride(0), scales_b.stride(1), SCALE_BLOCK=BLOCK,
+                  **{knob: v for knob, v in cfg.items() if knob != "BLOCK_K"},
+                  **pdl_options(pdl))
+    return out
+
+
 _COUNTS: dict[tuple[str, int], torch.Tensor] = {}
 """The split matmul's arrival counts for each (device, stream): a slot of the device's
 arena, handed out on the stream's first split launch and kept for good."""
