@@ -723,8 +723,17 @@ def main() -> int:
     parser.add_argument("--fp8-split-k", type=int, default=None, metavar="N",
                         help="fp8_scaled_mm cuts K into N runs wherever its rule may split"
                              " (1: never; shipped: fp8_gemm.launch.split_k)")
+    parser.add_argument("--fp8-decode-tiles", default="", metavar="MxN",
+                        help="fp8_scaled_mm's row x column tiles up to 32 rows (shipped:"
+                             " fp8_gemm.launch.config)")
     args = parser.parse_args()
     REP_MS[0] = args.rep
+    if args.fp8_decode_tiles:
+        from sglang_shims.kernels.ops.fp8_gemm import launch as fp8_launch
+
+        bm, bn = (int(v) for v in args.fp8_decode_tiles.split("x"))
+        fp8_launch.DECODE_TILES = (bm, bn)
+        print(f"fp8_scaled_mm: {bm} x {bn} tiles up to 32 rows")
     if args.fp8_split_k is not None:
         from sglang_shims.kernels.ops.fp8_gemm import launch as fp8_launch
 

@@ -27,6 +27,9 @@ def with_pdl(m: int) -> bool:
     return m <= PDL_MAX_ROWS
 
 
+DECODE_TILES: tuple[int, int] | None = None
+"""``(BLOCK_M, BLOCK_N)`` of ``fp8_scaled_mm`` up to ``DECODE_ROWS`` rows instead of the
+rule's (``benchmarks/kernels.py --fp8-decode-tiles MxN`` sets it for a measurement)."""
 SPLIT_K: int | None = None
 """``fp8_scaled_mm``'s K split for every launch where :func:`split_k` may split (``None``:
 the rule; ``benchmarks/kernels.py --fp8-split-k N`` sets it for a measurement)."""
@@ -90,6 +93,8 @@ def config(m: int, n: int, *, decode_tiles: bool, dev: Device) -> Config:
         # above (16 or 32 rows x 64, K steps of 128); 32 columns (twice the programs) up to
         # 16 tokens, 64 beyond.
         block_m, block_n, block_k, stages = 16, 32 if m <= 16 else 64, 256, 4
+        if DECODE_TILES is not None:
+            block_m, block_n = DECODE_TILES
     return {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": 8,
             "num_warps": 8 if block_m * block_n >= 128 * 128 else 4,
             "num_stages": stages_that_fit(dev, block_m, block_n, block_k, stages)}
