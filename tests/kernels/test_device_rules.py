@@ -220,8 +220,8 @@ def test_fp8_gemm_and_quant_launch_with_pdl_where_the_gpu_has_it(
 
 @pytest.mark.parametrize("rows", [1, runtime.PDL_EARLY_MAX_ROWS, runtime.PDL_EARLY_MAX_ROWS + 1,
                                   2048])
-def test_pdl_release_moves_to_the_exit_beyond_decode_rows(monkeypatch: pytest.MonkeyPatch,
-                                                          rows: int) -> None:
+def test_norm_and_activation_pdl_release_moves_to_the_exit_beyond_decode_rows(
+        monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
     """The norms and the activations release the next kernel at their start up to
     ``PDL_EARLY_MAX_ROWS`` rows and at their exit beyond (``PDL_LATE``); the cache key
     tells the two compilations apart.  The FP8 quantisers (measured slower released late)

@@ -360,3 +360,17 @@ def test_programmatic_dependent_launch_decision(monkeypatch: pytest.MonkeyPatch,
     assert runtime.use_pdl(_Tensor(cuda), asked) is expected  # type: ignore[arg-type]
     assert runtime.pdl_options(expected) == (
         {"USE_PDL": True, "launch_pdl": True} if expected else {})
+
+
+def test_pdl_release_follows_the_rows() -> None:
+    """Kernels that take ``PDL_LATE`` release at exit beyond ``PDL_EARLY_MAX_ROWS`` rows;
+    without rows, or off, nothing changes."""
+    from sglang_shims.kernels import runtime
+
+    early, late = {"USE_PDL": True, "launch_pdl": True}, {
+        "USE_PDL": True, "PDL_LATE": True, "launch_pdl": True}
+    edge = runtime.PDL_EARLY_MAX_ROWS
+    assert runtime.pdl_options(True, 1) == runtime.pdl_options(True, edge) == early
+    assert runtime.pdl_options(True, edge + 1) == late
+    assert runtime.pdl_options(True) == early  # the kernels without PDL_LATE
+    assert runtime.pdl_options(False, edge + 1) == {}
