@@ -288,6 +288,20 @@ def test_fp8_gemm_splits_k_at_decode_sizes() -> None:
     assert split(1, 32 * (gemm.MAX_SPLIT_TILES + 1), 4096) == 1
 
 
+def test_fp8_gemm_forced_split_keeps_to_the_steps_and_the_counts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SPLIT_K`` (the benchmark's override) splits any decode-sized launch into at most
+    its K steps, never past the tiles one stream's counts cover, and 1 means no split."""
+    cfg = gemm.config(1, 4096, decode_tiles=True, dev=SM90)
+    monkeypatch.setattr(gemm, "SPLIT_K", 1)
+    assert gemm.split_k(1, 4096, cfg, 128, SM90) == 1
+    monkeypatch.setattr(gemm, "SPLIT_K", 8)
+    assert gemm.split_k(1, 4096, cfg, 128, SM90) == 8  # beyond the rule's 2
+    assert gemm.split_k(1, 1024, cfg, 128, SM90) == 4  # 4 K steps of 256
+    assert gemm.split_k(1, 4096, cfg, gemm.MAX_SPLIT_TILES, SM90) == 8
+    assert gemm.split_k(1, 4096, cfg, gemm.MAX_SPLIT_TILES + 1, SM90) == 1
+
+
 def test_fp8_gemm_split_counts_are_per_stream_and_never_zeroed_in_a_capture(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A stream's counts are a slot of the device's arena; the arena is made (zeroed) only
