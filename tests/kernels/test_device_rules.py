@@ -335,3 +335,28 @@ def test_fp8_gemm_split_counts_are_per_stream_and_never_zeroed_in_a_capture(
     assert fp8_gemm._counts(cuda) is None
     cpu = fp8_gemm._counts(torch.device("cpu"))  # another device, its own arena
     assert cpu is not None and int(cpu.count_nonzero()) == 0
+
+
+def test_fp8_gemm_launches_the_split_kernel_where_the_rule_splits() -> None:
+    """The wrapper launches what the rules choose: the decode tiles, and the split kernel
+    (grid tiles x split) exactly where ``split_k`` says more than 1."""
+    need("torch")
+    import torch
+
+    from sglang_shims import kernels as K
+
+    fp8 = torch.float8_e4m3fn
+    b = torch.zeros(4096, 4096, dtype=fp8)
+
+    def matmul(m: int, k: int = 4096) -> Any:
+        a = torch.zeros(m, k, dtype=fp8)
+        (rec,) = _recorded(SM90, lambda: K.fp8_scaled_mm(a, b[:k], torch.ones(m, 1),
+                                                         torch.ones(4096), torch.bfloat16))
+        return rec
+
+    split = matmul(1)  # 128 tiles of 16 x 32: two runs of K
+    assert (split.kwargs["BLOCK_M"], split.kwargs["BLOCK_N"], split.kwargs["BLOCK_K"]) == (
+        16, 32, 256)
+    assert split.kwargs["SPLIT"] == 2 and tuple(split.grid) == (128, 2)
+    for whole in (matmul(1, 512), matmul(runtime.DECODE_ROWS + 1)):  # 2 K steps; prefill
+        assert "SPLIT" not in whole.kwargs and len(tuple(whole.grid)) == 1
