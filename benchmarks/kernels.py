@@ -680,6 +680,17 @@ def run_check() -> bool:
     return not failed
 
 
+def _tiles(text: str) -> tuple[int, int]:
+    """``MxN`` as two powers of two of at least 16 (what ``tl.dot`` takes)."""
+    try:
+        bm, bn = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected MxN, such as 16x64: {text!r}") from None
+    if any(v < 16 or v & (v - 1) for v in (bm, bn)):
+        raise argparse.ArgumentTypeError(f"tiles must be powers of two >= 16: {text!r}")
+    return bm, bn
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
@@ -723,17 +734,16 @@ def main() -> int:
     parser.add_argument("--fp8-split-k", type=int, default=None, metavar="N",
                         help="fp8_scaled_mm cuts K into N runs wherever its rule may split"
                              " (1: never; shipped: fp8_gemm.launch.split_k)")
-    parser.add_argument("--fp8-decode-tiles", default="", metavar="MxN",
-                        help="fp8_scaled_mm's row x column tiles up to 32 rows (shipped:"
-                             " fp8_gemm.launch.config)")
+    parser.add_argument("--fp8-decode-tiles", type=_tiles, default=None, metavar="MxN",
+                        help="fp8_scaled_mm's row x column tiles up to 32 rows, powers of two"
+                             " (shipped: fp8_gemm.launch.config)")
     args = parser.parse_args()
     REP_MS[0] = args.rep
     if args.fp8_decode_tiles:
         from sglang_shims.kernels.ops.fp8_gemm import launch as fp8_launch
 
-        bm, bn = (int(v) for v in args.fp8_decode_tiles.split("x"))
-        fp8_launch.DECODE_TILES = (bm, bn)
-        print(f"fp8_scaled_mm: {bm} x {bn} tiles up to 32 rows")
+        fp8_launch.DECODE_TILES = args.fp8_decode_tiles
+        print("fp8_scaled_mm: {} x {} tiles up to 32 rows".format(*args.fp8_decode_tiles))
     if args.fp8_split_k is not None:
         from sglang_shims.kernels.ops.fp8_gemm import launch as fp8_launch
 

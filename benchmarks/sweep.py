@@ -359,7 +359,18 @@ def shapes(which: str, tokens: Sequence[int] = (), hidden: Sequence[int] = ()) -
 
 
 def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(v) for v in text.split(",") if v.strip())
+    """``N,N,...`` as positive integers (an argparse type: a bad list is a usage error)."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N,N,...: {text!r}") from None
+    if any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive counts: {text!r}")
+    return values
+
+
+def _widths(text: str) -> tuple[int, ...] | str:
+    return "models" if text == "models" else _ints(text)
 
 
 # ------------------------------------------------------------------ recording and replaying
@@ -881,7 +892,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--shapes", choices=("decode", "prefill", "all"), default="all")
     parser.add_argument("--tokens", type=_ints, default=(), metavar="N,N",
                         help="token counts instead of --shapes' own")
-    parser.add_argument("--hidden", default="", metavar="N,N|models",
+    parser.add_argument("--hidden", type=_widths, default=(), metavar="N,N|models",
                         help="widths instead of 4096 and 8192 (models: the hidden sizes of"
                              " benchmarks/model_shapes.toml and its odd widths)")
     parser.add_argument("--quick", action="store_true", help="a reduced candidate set")
@@ -897,8 +908,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if unknown or not names:
         parser.error(f"unknown ops {unknown}; known: {', '.join(OPS)}")
     args.op_names = names
-    args.hidden = (BENCH.model_shapes().hidden if args.hidden == "models"
-                   else _ints(args.hidden))
+    if args.hidden == "models":
+        args.hidden = BENCH.model_shapes().hidden
     return args
 
 

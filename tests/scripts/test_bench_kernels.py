@@ -2,7 +2,8 @@
 
 With the shims active the hybrid tier binds our implementations (and adapters) onto the
 real ``sgl_kernel`` under the names a newer kernel dropped; the benchmark must see those
-names as missing, or it would report us against ourselves as "AOT"."""
+names as missing, or it would report us against ourselves as "AOT".  Also its option
+types that are more than a number."""
 
 from __future__ import annotations
 
@@ -47,3 +48,15 @@ def test_the_aot_activations_are_not_called_where_they_fault() -> None:
     assert "misaligned" in bench.act_aot_fault(4099, 4)
     for d in (1000, 3000, 4096, 5000, 11000, 14336):
         assert bench.act_aot_fault(d, 2) == "", d
+
+
+def test_decode_tiles_option_takes_powers_of_two() -> None:
+    """``--fp8-decode-tiles``: ``MxN`` with both powers of two of at least 16; anything else
+    is a usage error naming the value, not a traceback."""
+    import argparse
+
+    bench = _bench()
+    assert bench._tiles("16x64") == (16, 64) and bench._tiles("32X32") == (32, 32)
+    for bad in ("16", "16x", "12x64", "16x8", "axb"):
+        with pytest.raises(argparse.ArgumentTypeError, match=repr(bad)):
+            bench._tiles(bad)

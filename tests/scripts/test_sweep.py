@@ -365,6 +365,9 @@ def test_command_line() -> None:
     assert S.shapes("all", picked.tokens, picked.hidden) == [
         S.Shape(t, h) for t in (1, 32) for h in models]
     assert S.parse_args(["--hidden", "5120"]).hidden == (5120,)
+    for bad in (["--hidden", "51x20"], ["--tokens", "0,1"], ["--tokens", "a"]):
+        with pytest.raises(SystemExit):
+            S.parse_args(bad)
     if not HAS_CUDA:
         assert S.main(["--ops", "rmsnorm"]) == 2
 
