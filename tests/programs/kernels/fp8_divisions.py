@@ -3,11 +3,8 @@ there (PDL on; no GPU needed); prints {kernel: sorted instructions}."""
 import json
 import re
 
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-
 from sglang_shims.kernels.ops.fp8_quant import triton as kernels
+from sm90_ptx import sm90_ptx
 
 GROUP = {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "s_ptr": "*fp32", "n_groups": "i32",
          "groups_per_row": "i32", "group_size": "i32", "stride_s_row": "i32",
@@ -27,12 +24,8 @@ CASES = {"per_token_group_quant_kernel": GROUP,
 
 
 def divisions(kernel, params):
-    names = [p.name for p in kernel.params]
-    signature = {k: ("constexpr" if not isinstance(v, str) else v) for k, v in params.items()}
-    constexprs = {(names.index(k),): v for k, v in params.items() if not isinstance(v, str)}
-    compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constexprs),
-                              target=GPUTarget("cuda", 90, 32))
-    return sorted(set(re.findall(r"\b(?:div|rcp)\.[a-z0-9.]*f32\b", compiled.asm["ptx"])))
+    ptx = sm90_ptx(kernel, params)
+    return sorted(set(re.findall(r"\b(?:div|rcp)\.[a-z0-9.]*f32\b", ptx)))
 
 
 print(json.dumps({case: divisions(getattr(kernels, case.split()[0]), params)

@@ -3,12 +3,9 @@ print how many of each grid-dependency instruction their PTX holds (no GPU neede
 
 import json
 
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-
 from sglang_shims.kernels.ops.activation.triton import act_and_mul_kernel
 from sglang_shims.kernels.ops.norm.triton import rmsnorm_kernel
+from sm90_ptx import sm90_ptx
 
 NORM = {"x_ptr": "*bf16", "res_ptr": "*bf16", "w_ptr": "*bf16", "out_ptr": "*bf16",
         "n_rows": "i32", "n_cols_q": "i32", "stride_x_q": "i32", "stride_res_q": "i32",
@@ -19,13 +16,8 @@ ACT = {"x_ptr": "*bf16", "out_ptr": "*bf16", "d_q": "i32", "stride_x_q": "i32",
 
 
 def counts(kernel, params, late):
-    params = {**params, "USE_PDL": True, "PDL_LATE": late}
-    names = [p.name for p in kernel.params]
-    signature = {k: ("constexpr" if not isinstance(v, str) else v) for k, v in params.items()}
-    constexprs = {(names.index(k),): v for k, v in params.items() if not isinstance(v, str)}
-    ptx = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constexprs),
-                         target=GPUTarget("cuda", 90, 32),
-                         options={"launch_pdl": True}).asm["ptx"]
+    ptx = sm90_ptx(kernel, {**params, "USE_PDL": True, "PDL_LATE": late},
+                   options={"launch_pdl": True})
     return [ptx.count("griddepcontrol.wait"), ptx.count("griddepcontrol.launch_dependents")]
 
 

@@ -4,14 +4,11 @@ rows at ``ALIGN`` 1 and 8; prints {"kernel ALIGN": sorted load instructions}."""
 import json
 import re
 
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-
 from sglang_shims.kernels.ops.activation.triton import act_and_mul_kernel
 from sglang_shims.kernels.ops.fp8_quant.triton import per_token_quant_kernel
 from sglang_shims.kernels.ops.moe_align.triton import moe_sum_kernel
 from sglang_shims.kernels.ops.norm.triton import rmsnorm_kernel
+from sm90_ptx import sm90_ptx
 
 
 def norm(align):
@@ -41,15 +38,8 @@ def moe_sum(align):
 
 
 def loads(kernel, params):
-    names = [p.name for p in kernel.params]
-    signature = {k: ("constexpr" if not isinstance(v, str) else v) for k, v in params.items()}
-    constexprs = {(names.index(k),): v for k, v in params.items() if not isinstance(v, str)}
-    # what Triton assumes of every tensor torch allocates: a 16-byte aligned start
-    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")}
-    compiled = triton.compile(
-        ASTSource(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs),
-        target=GPUTarget("cuda", 90, 32))
-    return sorted(set(re.findall(r"\bld\.global[a-z0-9.]*", compiled.asm["ptx"])))
+    ptx = sm90_ptx(kernel, params, aligned_pointers=True)
+    return sorted(set(re.findall(r"\bld\.global[a-z0-9.]*", ptx)))
 
 
 print(json.dumps({f"{name} {align}": loads(kernel, params(align))
