@@ -50,6 +50,22 @@ def _operand_tiles(a_ptr, b_ptr, M, N, stride_am, stride_ak, stride_bk, stride_b
     return rm, rn, rk, rm < M, rn < N, a_ptrs, b_ptrs
 
 
+@triton.jit
+def _k_steps(a_ptrs, b_ptrs, rk, m_ok, n_ok, K, first, last, stride_ak, stride_bk,
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The fp32 sum of the A and B tiles' products over K steps ``first`` to ``last``
+    (the pointers at step ``first``): the main loop of both per-channel kernels."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(first, last):
+        k_ok = rk < K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    return acc
+
+
 @triton.jit(do_not_specialize=["M"])
 def scaled_mm_kernel(
     a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, c_ptr,
@@ -67,14 +83,8 @@ def scaled_mm_kernel(
     rm, rn, rk, m_ok, n_ok, a_ptrs, b_ptrs = _operand_tiles(
         a_ptr, b_ptr, M, N, stride_am, stride_ak, stride_bk, stride_bn,
         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        k_ok = rk < K - k * BLOCK_K
-        a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-        b = tl.load(b_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
+    acc = _k_steps(a_ptrs, b_ptrs, rk, m_ok, n_ok, K, 0, tl.cdiv(K, BLOCK_K),
+                   stride_ak, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
     _scale_store(acc, rm, rn, m_ok, n_ok, sa_ptr, sb_ptr, bias_ptr, c_ptr,
                  stride_sa, stride_sb, stride_cm, stride_cn, HAS_BIAS)
 
@@ -122,14 +132,8 @@ def scaled_mm_split_kernel(
     first = part * per
     a_ptrs += first * BLOCK_K * stride_ak
     b_ptrs += first * BLOCK_K * stride_bk
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(first, tl.minimum(first + per, steps)):
-        k_ok = rk < K - k * BLOCK_K
-        a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-        b = tl.load(b_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
+    acc = _k_steps(a_ptrs, b_ptrs, rk, m_ok, n_ok, K, first, tl.minimum(first + per, steps),
+                   stride_ak, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
     tile = tl.program_id(0)
     cell = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     parts = part_ptr + tile.to(tl.int64) * (SPLIT * BLOCK_M * BLOCK_N) + cell
