@@ -210,6 +210,7 @@ class OpSpec:
     candidates: Callable[[Shape, Config, bool], list[Config]]  # (shape, today's, quick)
     rtol: float = 0.0  # for outputs that are not exact
     atol_of_max: float = 0.0  # absolute slack, as a fraction of max|reference|
+    cannot: Callable[[Shape], str] = lambda shape: ""  # why the op refuses a shape, or ""
 
 
 def _blank(rn: RandomTensor, *shape: int, dtype: torch.dtype = DTYPE) -> torch.Tensor:
@@ -297,7 +298,8 @@ def _group_quant_spec() -> OpSpec:
         lambda i, result: [Out(i["q"], exact=True, fill=True), Out(i["s"], exact=True,
                                                                     fill=True)],
         lambda s, c: fp8_quant.group_grid(groups(s), c),
-        lambda s, c, quick: fp8_quant.group_candidates(groups(s), c, quick))
+        lambda s, c, quick: fp8_quant.group_candidates(groups(s), c, quick),
+        cannot=lambda s: "" if s.hidden % GROUP == 0 else f"width not a multiple of {GROUP}")
 
 
 def _token_quant_spec() -> OpSpec:
@@ -522,6 +524,9 @@ class Row:
 class Result:
     rows: list[Row] = field(default_factory=list)
     not_run: list[tuple[str, str]] = field(default_factory=list)  # (op, shape)
+    # (op, shape, why): shapes of the sweep the op refuses (a group quantiser's width that
+    # is no multiple of its group), listed, not timed
+    not_applicable: list[tuple[str, str, str]] = field(default_factory=list)
     elapsed_s: float = 0.0
     stopped: str = ""  # why the sweep ended early ("" if it did not)
 
@@ -596,23 +601,26 @@ def sweep(ops: Sequence[OpSpec], op_shapes: Sequence[Shape], *, quick: bool, bud
     start = clock()
     deadline = start + budget_s
     for i, spec in enumerate(ops):
+        refused = [(s, spec.cannot(s)) for s in op_shapes]
+        result.not_applicable += [(spec.name, spec.label(s), why) for s, why in refused if why]
+        spec_shapes = [s for s, why in refused if not why]
         now = clock()
         if now >= deadline:
             result.stopped = f"budget of {budget_s:.0f} s spent"
-            result.not_run += [(spec.name, spec.label(s)) for s in op_shapes]
+            result.not_run += [(spec.name, spec.label(s)) for s in spec_shapes]
             continue
         op_deadline = now + (deadline - now) / (len(ops) - i)
         if progress:
-            progress(f"[sweep] {spec.name}: {len(op_shapes)} shapes, {op_deadline - now:.0f} s "
+            progress(f"[sweep] {spec.name}: {len(spec_shapes)} shapes, {op_deadline - now:.0f} s "
                      f"of {deadline - now:.0f} s left")
         timed = dropped = 0
-        for j, shape in enumerate(op_shapes):
+        for j, shape in enumerate(spec_shapes):
             now = clock()
             if now >= deadline:
                 result.stopped = f"budget of {budget_s:.0f} s spent"
                 result.not_run.append((spec.name, spec.label(shape)))
                 continue
-            shape_deadline = now + (op_deadline - now) / (len(op_shapes) - j)
+            shape_deadline = now + (op_deadline - now) / (len(spec_shapes) - j)
             try:
                 row = sweep_shape(spec, shape, quick=quick, deadline=shape_deadline,
                                   bench=bench, aot=aot, device=device, clock=clock)
@@ -693,6 +701,9 @@ def footer_lines(result: Result) -> list[str]:
     if dropped:
         lines += ["", f"dropped candidates ({len(dropped)}):"]
         lines += [f"- {r.op} {r.shape} [{fmt_config(c)}]: {why}" for r, c, why in dropped]
+    if result.not_applicable:
+        lines += ["", f"not applicable ({len(result.not_applicable)}): " + ", ".join(
+            f"{op} {shape} ({why})" for op, shape, why in result.not_applicable)]
     if result.not_run:
         lines += ["", f"not run ({result.stopped or 'stopped'}): "
                   + ", ".join(f"{op} {shape}" for op, shape in result.not_run)]
@@ -722,7 +733,9 @@ def to_json(result: Result, meta: dict[str, Any]) -> dict[str, Any]:
         })
     return {"meta": meta, "rows": rows, "elapsed_s": result.elapsed_s,
             "stopped": result.stopped,
-            "not_run": [{"op": op, "shape": shape} for op, shape in result.not_run]}
+            "not_run": [{"op": op, "shape": shape} for op, shape in result.not_run],
+            "not_applicable": [{"op": op, "shape": shape, "reason": why}
+                               for op, shape, why in result.not_applicable]}
 
 
 def write_json(path: Path, result: Result, meta: dict[str, Any]) -> None:
@@ -816,7 +829,7 @@ def plan(specs: Sequence[OpSpec], op_shapes: Sequence[Shape], quick: bool, devic
     candidate, how many, quick)."""
     jobs = []
     for spec in specs:
-        for shape in op_shapes:
+        for shape in (s for s in op_shapes if not spec.cannot(s)):
             n = len(candidates_for(spec, shape, quick, device))
             jobs += [(spec.name, shape.tokens, shape.hidden, start, chunk, quick)
                      for start in range(0, n, chunk)]
@@ -955,7 +968,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result.elapsed_s = time.monotonic() - started
         done = {(r.op, r.shape) for r in result.rows}
         result.not_run = [(s.name, s.label(sh)) for s in specs for sh in op_shapes
-                          if (s.name, s.label(sh)) not in done]
+                          if (s.name, s.label(sh)) not in done and not s.cannot(sh)]
     finally:
         if pool is not None:
             progress(pool.close())

@@ -238,6 +238,28 @@ def test_plan_covers_each_candidate_once_in_the_sweeps_order(dev: str) -> None:
             assert covered == configs
 
 
+@needs_triton
+def test_shapes_an_op_refuses_are_listed_not_run(dev: str, tmp_path: Path) -> None:
+    # the model widths include 1000, which no 128-wide group divides: the group quantiser
+    # refuses it (its public op raises), the per-token one takes it
+    group, token = S.OPS["sgl_per_token_group_quant_fp8"], S.OPS["sgl_per_token_quant_fp8"]
+    shapes = [S.Shape(2, 256), S.Shape(2, 1000)]
+    assert {job[2] for job in S.plan([group], shapes, True, dev)} == {256}
+    fake = FakeTime()
+    result = S.sweep([group, token], shapes, quick=True, budget_s=1e9, bench=fake.bench,
+                     aot=None, device=dev, clock=fake.clock)
+    assert [(r.op, r.hidden) for r in result.rows] == [
+        (group.name, 256), (token.name, 256), (token.name, 1000)]
+    assert all(not r.error for r in result.rows) and not result.not_run
+    assert result.not_applicable == [
+        (group.name, "2x1000 g128", "width not a multiple of 128")]
+    assert "not applicable (1): sgl_per_token_group_quant_fp8 2x1000 g128 (width not a " \
+           "multiple of 128)" in "\n".join(S.footer_lines(result))
+    S.write_json(tmp_path / "s.json", result, {})
+    assert json.loads((tmp_path / "s.json").read_text())["not_applicable"] == [
+        {"op": group.name, "shape": "2x1000 g128", "reason": "width not a multiple of 128"}]
+
+
 class FakeTime:
     """A clock that moves only when something is timed: one second per timing."""
 
