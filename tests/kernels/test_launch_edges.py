@@ -436,6 +436,20 @@ def token_cases() -> list[tuple[int, int]]:
 @pytest.mark.parametrize("case", token_cases(), ids=shape_id)
 def test_per_token_quant(device: str, gen: torch.Generator, case: tuple[int, int],
                          dtype: torch.dtype) -> None:
+    per_token_quant(device, gen, case, dtype)
+
+
+def test_per_token_quant_in_steps_where_the_block_pads(device: str,
+                                                       gen: torch.Generator) -> None:
+    """The first row count at which a row its power of two pads by half (2049 columns) is
+    read in 1024-column steps, the last one a column wide (bf16 only: ~5 s a dtype here)."""
+    rows = next(r for r in range(PREFILL, 1 << 13)
+                if quant_launch.token_config(r, 2049)["BLOCK_N"] < 2049)
+    per_token_quant(device, gen, (rows, 2049), torch.bfloat16)
+
+
+def per_token_quant(device: str, gen: torch.Generator, case: tuple[int, int],
+                    dtype: torch.dtype) -> None:
     rows, cols = case
     x = with_amax(randn(gen, rows, cols, dtype=dtype), [rows - 1, rows // 2], -3, cols)
     x = x.to(device)

@@ -141,19 +141,30 @@ def test_moe_gate_tile_follows_the_tokens_up_to_4096_scores(experts: int) -> Non
 
 
 def test_topk_softmax_rules_measured_tile_and_a_warp_per_512_scores() -> None:
-    """128 experts, top-8: 4 tokens and 1 warp a program (the H200 measurement), from 4
-    tokens up.  Elsewhere a program holds up to 512 scores (one token where a row alone is
-    wider), with a warp per 512 of them, 1 to 8."""
-    for tokens in (4, 5, 33, 16384):
-        cfg = topk_launch.config(tokens, 128, 8)
-        assert (cfg["BLOCK_M"], cfg["num_warps"]) == (4, 1)
-    for experts in (1, 2, 3, 60, 128, 1000, 1024, 2048, 4096, topk_launch.MAX_EXPERTS):
+    """Rows a program grow with the tokens per expert lane (the H100 measurement): 8 experts
+    take 4 rows at 32 tokens and 16 from 128 on; 128 experts 1 row up to 255 tokens, 4 from
+    512.  Never more than 16 rows or 512 scores (one token where a row alone is wider),
+    with a warp per 512 of them, 1 to 8; more tokens never take fewer rows; fewer than 8
+    experts as 8."""
+    measured = {(8, 1): 1, (8, 32): 4, (8, 256): 16, (8, 16384): 16, (64, 32): 1,
+                (64, 256): 4, (64, 16384): 8, (128, 4): 1, (128, 255): 1, (128, 256): 2,
+                (128, 2048): 4, (128, 16384): 4, (256, 256): 1, (512, 16384): 1}
+    for (experts, tokens), rows in measured.items():
+        cfg = topk_launch.config(tokens, experts, 8)
+        assert (cfg["BLOCK_M"], cfg["num_warps"]) == (rows, 1), (experts, tokens, cfg)
+    for tokens in (32, 256, 16384):  # fewer experts are taken as 8 (none measured)
+        assert topk_launch.config(tokens, 2, 1) == {**topk_launch.config(tokens, 8, 1),
+                                                    "BLOCK_E": 2}
+    for experts in (1, 2, 3, 8, 60, 128, 1000, 1024, 2048, 4096, topk_launch.MAX_EXPERTS):
+        before = 1
         for tokens in SIZES:
             cfg = topk_launch.config(tokens, experts, 8)
             assert_launchable(cfg, (tokens, experts))
             tile = cfg["BLOCK_M"] * cfg["BLOCK_E"]
             assert cfg["BLOCK_E"] == next_pow2(experts) and cfg["K_BLOCK"] == 8
-            assert cfg["BLOCK_M"] <= next_pow2(tokens)
+            assert cfg["BLOCK_M"] <= min(16, next_pow2(tokens)) and before <= cfg["BLOCK_M"]
+            assert cfg["BLOCK_M"] == next_pow2(cfg["BLOCK_M"])
+            before = cfg["BLOCK_M"]
             assert tile <= max(512, cfg["BLOCK_E"])
             assert cfg["num_warps"] == max(1, min(8, tile // 512)), (tokens, experts, cfg)
             (programs,) = topk_launch.grid(tokens, cfg)
@@ -248,9 +259,11 @@ def test_norm_sweep_space_keeps_the_row_block_and_gives_each_thread_2_to_64_valu
 def test_quant_rules_groups_rows_and_tensor_blocks() -> None:
     """Per group: 4096 values a program (1024 at decode rows, measured), never more groups
     than there are.  Per token: a row whole in one program at every row count, up to 8192
-    columns a step, a warp per 512, 1 to 8 (measured).  Per tensor: blocks of up to 4096.
+    columns a step, a warp per 512, 1 to 8; above 256 rows a 4096-wide step takes 4 warps,
+    and up to 4096 rows a row over 2048 columns that its step pads by more than a quarter
+    takes 1024-column steps with 2 warps (measured).  Per tensor: blocks of up to 4096.
     Grids cover."""
-    for rows in (1, DECODE_ROWS, DECODE_ROWS + 1, 4096):
+    for rows in (1, DECODE_ROWS, DECODE_ROWS + 1, 256, 257, 4096, 4097):
         for n_groups in (1, 3, 8, 31, 32, 33, 4096):
             for size in (32, 64, 128, 8192):
                 cfg = quant_launch.group_config(rows, n_groups, size)
@@ -260,12 +273,18 @@ def test_quant_rules_groups_rows_and_tensor_blocks() -> None:
                 assert cfg["BLOCK_G"] == max(1, min(next_pow2(n_groups), tile // size))
                 assert_covers(n_groups, quant_launch.group_grid(n_groups, cfg)[0],
                               cfg["BLOCK_G"], n_groups)
-        for cols in SIZES:
+        # the padding rule's edges: 2049 and 3071 pad by more than a quarter, 3072 by one
+        for cols in (*SIZES, 2048, 2049, 2304, 3071, 3072, 3584, 6143, 6144, 7168):
             cfg = quant_launch.token_config(rows, cols)
             assert_launchable(cfg, (rows, cols))
             block_n = min(next_pow2(cols), 8192)
-            assert cfg == {"BLOCK_M": 1, "BLOCK_N": block_n,
-                           "num_warps": max(1, min(8, block_n // 512))}, (rows, cols)
+            want = {"BLOCK_M": 1, "BLOCK_N": block_n,
+                    "num_warps": max(1, min(8, block_n // 512))}
+            if rows > 256 and block_n == 4096:
+                want["num_warps"] = 4
+            if 256 < rows <= 4096 and cols > 2048 and block_n - cols > block_n / 4:
+                want = {"BLOCK_M": 1, "BLOCK_N": 1024, "num_warps": 2}
+            assert cfg == want, (rows, cols)
             assert_covers(rows, quant_launch.token_grid(rows, cfg)[0], cfg["BLOCK_M"], rows)
     for n in SIZES:
         block = quant_launch.tensor_block(n)

@@ -8,6 +8,10 @@ from ..space import Config, fits, pow2s, upto
 
 TILE = 4096
 """Values a program holds at once."""
+MANY_ROWS = 256
+"""Above this many rows the per-token quantiser's layout changes (see :func:`token_config`)."""
+PADDED_STEP_MAX_ROWS = 4096
+"""... and up to this many, a row padded by more than a quarter takes 1024-column steps."""
 GROUP_KNOBS = ("BLOCK_G", "BLOCK_K", "num_warps")
 TOKEN_KNOBS = ("BLOCK_M", "BLOCK_N", "num_warps")
 
@@ -40,16 +44,32 @@ def token_config(n_rows: int, n_cols: int) -> Config:
     """``BLOCK_M`` rows of ``BLOCK_N`` columns a step, and ``num_warps``: a program owns
     whole rows (the scale is the row's maximum)."""
     # One whole row a program (up to 8192 columns a step) and a warp per 512 of them, 1 to
-    # 8, at every row count.  Measured at 1-32 rows of 4096/8192 on an H200 (1.6-4x faster
-    # than the layout below, which leaves 1-8 programs for the whole GPU there), then at
+    # 8, at every row count (above MANY_ROWS, see below).  Measured at 1-32 rows of
+    # 4096/8192 on an H200 (1.6-4x faster than the layout below, which leaves 1-8 programs
+    # for the whole GPU there), then at
     # 32-16384 rows of every model width on an H100 (2026-12-06,
     # benchmarks/results/kernels-fp8-h100-2026-12-06.md) against that layout: rows of
     # up to 1024 columns packed 4096 values a program, 4 warps, which was the rule above 32
     # rows.  One row a program was 1.5-4.1x faster at 64 rows, 1.3-2.8x at 256, up to 1.6x
     # at 2048 and 1.7x at 16384; 3-10% slower at 2048 rows of 2304, 4608 and 5120 columns
     # (padded to a power of two, 37-44% of the lanes idle) and 4% at 16384 x 896.
+    # Above MANY_ROWS rows, two changes (measured on an H100 on 2026-12-06, every candidate
+    # of the sweep at 256, 2048 and 16384 rows of 2304-5120 columns,
+    # benchmarks/results/kernels-topk-quant-h100-2026-12-06.md). A row wider than 2048
+    # whose power-of-two step idles more than a quarter of its lanes takes 1024-column steps
+    # with 2 warps, up to PADDED_STEP_MAX_ROWS rows (2048 x 2304 / 4608 / 5120: 6.8 / 10.8
+    # / 11.2 against 8.2 / 13.3 / 13.4 us; at 16384 rows the one step stays faster). A
+    # 4096-wide step otherwise takes 4 warps, not 8 (2048 x 3584 / 4096: 7.5 / 7.9 against
+    # 8.6 / 8.8 us; 16384 x 2304: 49.5 against 59.5). At 256 rows the rule above was best.
     block_n = min(next_pow2(n_cols), 2 * TILE)
-    return {"BLOCK_M": 1, "BLOCK_N": block_n, "num_warps": max(1, min(8, block_n // 512))}
+    warps = max(1, min(8, block_n // 512))
+    if n_rows > MANY_ROWS:
+        if (block_n >= TILE and n_rows <= PADDED_STEP_MAX_ROWS
+                and 4 * (block_n - n_cols) > block_n):
+            return {"BLOCK_M": 1, "BLOCK_N": 1024, "num_warps": 2}
+        if block_n == TILE:
+            warps = 4
+    return {"BLOCK_M": 1, "BLOCK_N": block_n, "num_warps": warps}
 
 
 def token_grid(n_rows: int, cfg: Config) -> tuple[int]:
