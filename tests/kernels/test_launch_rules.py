@@ -474,6 +474,8 @@ def test_fp8_gemm_rules_tiles_warps_and_stages() -> None:
                 assert cfg["GROUP_M"] == 8
                 if decode_tiles and m <= DECODE_ROWS:
                     want = (16, 32 if m <= 16 else 64, 256, 4)
+                elif decode_tiles and m == n == 4096:  # 512 wide tiles: 97% of 4 waves
+                    want = (128, 256, 128, 3)
                 else:
                     want = (min(max(16, next_pow2(m)), 128), 128 if m > 64 else 64, 128, 3)
                 tiles = (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["num_stages"])
@@ -489,6 +491,34 @@ def test_fp8_gemm_rules_tiles_warps_and_stages() -> None:
     tight = Device((8, 9), 3 * per_stage + mm_launch.EPILOGUE, 1)
     assert mm_launch.stages_that_fit(tight, 128, 128, 128, 4) == 3
     assert mm_launch.stages_that_fit(Device((8, 0), 1024, 1), 128, 128, 128, 3) == 2
+
+
+def test_fp8_scaled_mm_takes_wide_tiles_from_2048_rows_where_they_fill_their_waves() -> None:
+    """128 x 256 from 2048 rows and columns where their last wave is 80% full or more (the
+    H100's measured widths: 2048 / 3584 / 4096 / 5120 / 7168 yes, 2304 / 4608 no) and three
+    stages fit; never for the block-scaled kernel, never below 2048 rows or columns."""
+    def n_of(m: int, n: int, dev: Device = MEASURED, swept: bool = True) -> int:
+        return int(mm_launch.config(m, n, decode_tiles=swept, dev=dev)["BLOCK_N"])
+
+    for n, wide in ((2048, True), (2304, False), (3584, True), (4096, True), (4608, False),
+                    (5120, True), (7168, True)):
+        assert n_of(2048, n) == (256 if wide else 128), n
+        assert n_of(2047, n) == n_of(256, n) == n_of(2048, n, swept=False) == 128
+    assert n_of(16384, 1024) == n_of(16384, 2047) == 128 and n_of(16384, 2048) == 256
+    # the wave: 2048 rows x 5120 columns are 320 tiles, 80.8% of 3 waves of 132; 134 SMs
+    # make it 79.6%
+    assert n_of(2048, 5120, Device((9, 0), 232448, 134)) == 128
+    # exactly 80%: 128 tiles in 4 waves of 40; 41 SMs: 78%
+    assert n_of(2048, 2048, Device((9, 0), 232448, 40)) == 256
+    assert n_of(2048, 2048, Device((9, 0), 232448, 41)) == 128
+    # three stages of 128 x 256 x 128 need 144 KiB and the epilogue
+    per_stage = 128 * 128 + 128 * 256
+    fits = Device((9, 0), 3 * per_stage + mm_launch.EPILOGUE, 132)
+    short = Device((9, 0), 3 * per_stage + mm_launch.EPILOGUE - 1, 132)
+    assert n_of(2048, 4096, fits) == 256 and n_of(2048, 4096, short) == 128
+    cfg = mm_launch.config(2048, 4096, decode_tiles=True, dev=MEASURED)
+    assert (cfg["num_warps"], cfg["num_stages"]) == (8, 3)
+    assert mm_launch.grid(2048, 4096, cfg) == (16 * 16,)
 
 
 def test_fp8_gemm_sweep_space_fits_its_shared_memory() -> None:
