@@ -508,6 +508,8 @@ def test_fp8_scaled_mm_takes_wide_tiles_from_2048_rows_where_they_fill_their_wav
     # the wave: 2048 rows x 5120 columns are 320 tiles, 80.8% of 3 waves of 132; 134 SMs
     # make it 79.6%
     assert n_of(2048, 5120, Device((9, 0), 232448, 134)) == 128
+    # one row or column past a tile: 136 / 144 tiles, a second wave nearly empty
+    assert n_of(2049, 2048) == n_of(2048, 2049) == 128
     # exactly 80%: 128 tiles in 4 waves of 40; 41 SMs: 78%
     assert n_of(2048, 2048, Device((9, 0), 232448, 40)) == 256
     assert n_of(2048, 2048, Device((9, 0), 232448, 41)) == 128
