@@ -200,6 +200,30 @@ def test_fp8_scaled_mm_split_by_the_rule_on_a_gpu(gen: torch.Generator,
                   ((ad.abs() @ wd.abs().t()) * scale).cpu(), BF16)
 
 
+@gpu_only
+@pytest.mark.parametrize("mnk", [(2048, 4096, 4096), (2049, 3584, 1000)], ids=str)
+def test_fp8_scaled_mm_wide_tiles_on_a_gpu(gen: torch.Generator,
+                                          mnk: tuple[int, int, int]) -> None:
+    """The 128 x 256 prefill tiles where the rule takes them on this GPU (an H100 / H200 at
+    these shapes; a row past the tiles and a K that is no multiple of the step in the
+    second), with a bias: within the matmul bound of float64."""
+    from sglang_shims.kernels.ops import fp8_gemm
+
+    m, n, k = mnk
+    a, weight = fp8_operand(gen, m, k, "cuda"), fp8_operand(gen, n, k, "cuda")
+    cfg = fp8_gemm.launch.config(m, n, decode_tiles=True, dev=fp8_gemm.device_of(a))
+    if cfg["BLOCK_N"] != 256:
+        pytest.skip(f"no CUDA GPU that takes the wide tiles here: {torch.cuda.get_device_name()}")
+    sa = ((torch.rand(m, 1, generator=gen) + 0.05) / 64).cuda()
+    sb = ((torch.rand(n, generator=gen) + 0.05) / 64).cuda()
+    bias = (torch.randn(n, generator=gen) * 4).to(BF16).cuda()
+    out = K.fp8_scaled_mm(a, weight.t(), sa, sb, BF16, bias)
+    ad, wd = a.double(), weight.double()
+    scale = sa.double().view(-1, 1) * sb.double().view(1, -1)
+    assert_matmul(out.cpu(), ((ad @ wd.t()) * scale + bias.double()).cpu(),
+                  ((ad.abs() @ wd.abs().t()) * scale).cpu(), BF16)
+
+
 def test_fp8_matmul_rejects(backend: str) -> None:
     a = torch.zeros(4, 128, device=backend).to(FP8)
     w = torch.zeros(256, 128, device=backend).to(FP8)
