@@ -150,6 +150,11 @@ def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
+def prev_pow2(n: int) -> int:
+    """The largest power of two <= ``n`` (1 for ``n <= 1``)."""
+    return 1 if n <= 1 else 1 << (n.bit_length() - 1)
+
+
 def rows_2d(t: torch.Tensor, width: int) -> torch.Tensor | None:
     """``t`` seen as ``[rows, width]`` with unit column stride, without copying.
 

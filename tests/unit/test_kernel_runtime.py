@@ -105,6 +105,8 @@ def test_launch_arithmetic() -> None:
     assert [runtime.cdiv(a, 4) for a in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
     assert [runtime.next_pow2(n) for n in (-3, 0, 1, 2, 3, 4, 5, 1025)] == [
         1, 1, 1, 2, 4, 4, 8, 2048]
+    assert [runtime.prev_pow2(n) for n in (-3, 0, 1, 2, 3, 4, 5, 1023, 1024, 1025)] == [
+        1, 1, 1, 2, 2, 4, 4, 512, 1024, 1024]
     assert runtime.num_warps_for(1) == 1
     assert runtime.num_warps_for(32 * 8 * 4) == 4
     assert runtime.num_warps_for(32 * 8 * 5) == 8  # a power of two, rounded up

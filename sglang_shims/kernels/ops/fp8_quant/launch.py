@@ -46,11 +46,10 @@ def token_config(n_rows: int, n_cols: int) -> Config:
     # One whole row a program (up to 8192 columns a step) and a warp per 512 of them, 1 to
     # 8, at every row count (above MANY_ROWS, see below).  Measured at 1-32 rows of
     # 4096/8192 on an H200 (1.6-4x faster than the layout below, which leaves 1-8 programs
-    # for the whole GPU there), then at
-    # 32-16384 rows of every model width on an H100 (2026-12-06,
-    # benchmarks/results/kernels-fp8-h100-2026-12-06.md) against that layout: rows of
-    # up to 1024 columns packed 4096 values a program, 4 warps, which was the rule above 32
-    # rows.  One row a program was 1.5-4.1x faster at 64 rows, 1.3-2.8x at 256, up to 1.6x
+    # for the whole GPU there), then at 32-16384 rows of every model width on an H100
+    # (2026-12-06, benchmarks/results/kernels-fp8-h100-2026-12-06.md) against that layout:
+    # rows of up to 1024 columns packed 4096 values a program, 4 warps, which was the rule
+    # above 32 rows.  One row a program was 1.5-4.1x faster at 64 rows, 1.3-2.8x at 256, up to 1.6x
     # at 2048 and 1.7x at 16384; 3-10% slower at 2048 rows of 2304, 4608 and 5120 columns
     # (padded to a power of two, 37-44% of the lanes idle) and 4% at 16384 x 896.
     # Above MANY_ROWS rows, two changes (measured on an H100 on 2026-12-06, every candidate

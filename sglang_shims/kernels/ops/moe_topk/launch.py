@@ -3,7 +3,7 @@ takes ``BLOCK_M`` tokens with all ``BLOCK_E`` experts of each."""
 
 from __future__ import annotations
 
-from ...runtime import cdiv, next_pow2
+from ...runtime import cdiv, next_pow2, prev_pow2
 from ..space import Config
 
 MAX_EXPERTS = 8192
@@ -19,17 +19,13 @@ def config(n_rows: int, n_experts: int, topk: int) -> Config:
     # at most 16 and at most 512 scores.  Measured on an H100 on 2026-12-06 at the 11
     # routings of benchmarks/model_shapes.toml, 1-16384 tokens, against a cap of 1-16 rows
     # on the earlier rule (as many rows as fit 512 scores): at 8 experts those 64-row
-    # programs left 1-4 programs for 32-256 tokens (0.62-0.83x the AOT kernel; 0.94-1.00x
-    # now), and up to 256 tokens 1 row a program was fastest from 64 experts up (128
-    # experts, top-8, 4-256 tokens: 2.4-2.7 against 3.1-3.3 us).
-    block_m = max(1, min(512 // block_e, 16, _floor_pow2(n_rows // max(8, block_e))))
+    # programs left 1-4 programs for 32-256 tokens (0.62-0.83x the AOT kernel there; with
+    # this rule 0.91-1.00x), and at 128 experts up to 255 tokens 1 row a program was the
+    # fastest (top-8, 4-256 tokens: 2.4-2.7 against 3.1-3.3 us).
+    # (benchmarks/results/kernels-topk-quant-h100-2026-12-06.md)
+    block_m = max(1, min(512 // block_e, 16, prev_pow2(n_rows // max(8, block_e))))
     return {"K_BLOCK": next_pow2(topk), "BLOCK_M": block_m, "BLOCK_E": block_e,
             "num_warps": max(1, min(8, block_m * block_e // 512))}
-
-
-def _floor_pow2(n: int) -> int:
-    """The largest power of two <= ``n`` (1 for ``n`` < 1)."""
-    return 1 << (n.bit_length() - 1) if n > 1 else 1
 
 
 def grid(n_rows: int, cfg: Config) -> tuple[int]:

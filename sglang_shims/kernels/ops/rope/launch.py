@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ...runtime import cdiv, next_pow2
+from ...runtime import cdiv, next_pow2, prev_pow2
 from ..space import Config
 
 
@@ -22,7 +22,7 @@ def config(n_q: int, n_k: int, head_size: int, rotary_dim: int) -> Config:
     return {"Q_HEADS": q_heads, "K_HEADS": k_heads, "HALF_BLOCK": half_block,
             "PASS_BLOCK": min(next_pow2(max(1, head_size - rotary_dim)), 256),
             "V_BLOCK": min(next_pow2(head_size), 256),
-            "num_warps": 1 << (warps.bit_length() - 1)}
+            "num_warps": prev_pow2(warps)}
 
 
 def grid(n_tokens: int, n_q: int, n_k: int, cfg: Config) -> tuple[int, int]:
