@@ -179,9 +179,10 @@ def test_a_planted_oversized_config_fails_on_sm120(tmp_path: Path) -> None:
 
 
 def test_width_classes_and_sm_count_choose_nothing_else() -> None:
-    """The enumeration calls one width per class (next power of two, remainder mod 16):
-    every width of the models adds no variant to that; and the SM count in a Device (a
-    product fact, not an architecture one) changes no compiled kernel."""
+    """The enumeration calls one width per class (next power of two, whether it pads by a
+    quarter, remainder mod 16): every width of the models adds no variant to that; and the
+    SM count in a Device (a product fact, not an architecture one) changes no compiled
+    kernel, also where it decides which widths take fp8_scaled_mm's wide tiles."""
     need("triton")
     need("torch")
     done = run_python(program("kernels/width_classes"), activate=False,
@@ -190,6 +191,7 @@ def test_width_classes_and_sm_count_choose_nothing_else() -> None:
     found = done.json()
     assert isinstance(found, dict)
     assert found["classes"] and found["sm_count"], found
+    assert found["mm_classes"] and found["mm_sm_count"] and found["mm_wide"], found
     assert found["widths"][0] > found["widths"][1]
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from sglang_shims.kernels import compile_lock, runtime
 from sglang_shims.kernels.device import Device
+from sglang_shims.kernels.ops.fp8_quant.launch import pads_a_quarter
 from sglang_shims.kernels.runtime import next_pow2
 
 from .limits import REPO, read_toml
@@ -98,12 +99,13 @@ def model_widths(path: Path = SHAPES) -> Widths:
 def classes(widths: Iterable[int]) -> tuple[int, ...]:
     """The smallest width of each class that launches the same variants: equal next power
     of two (the launch rules read a width through ``next_pow2``, and their thresholds are
-    powers of two) and equal remainder mod 16 (what Triton specialises a size, and every
-    stride that is a multiple of it, on).  ``tests/kernels`` checks the claim: the widths
-    left out add no variant."""
-    seen: dict[tuple[int, int], int] = {}
+    powers of two), the same answer to whether that power pads the width by more than a
+    quarter (the per-token quantiser's one switch inside a class), and equal remainder mod
+    16 (what Triton specialises a size, and every stride that is a multiple of it, on).
+    ``tests/kernels`` checks the claim: the widths left out add no variant."""
+    seen: dict[tuple[int, bool, int], int] = {}
     for w in sorted(widths):
-        seen.setdefault((next_pow2(w), w % 16), w)
+        seen.setdefault((next_pow2(w), pads_a_quarter(w), w % 16), w)
     return tuple(sorted(seen.values()))
 
 

@@ -1,5 +1,6 @@
 """Whether the compile check's enumeration loses anything: every width of the models
-against one width per class, and two SM counts, on sm_120 (a few ops); prints the verdicts."""
+against one width per class, and two SM counts, on sm_120 (a few ops), and the same for
+fp8_scaled_mm's prefill tiles on sm_90 (three SM counts); prints the verdicts."""
 import json
 
 from tools.gpus import launches as kl
@@ -25,6 +26,29 @@ def ids(widths, dev):
     return sorted(v.id for v in kl.variants(dev, widths, kl.Specialiser(limits.cc), only))
 
 
+# fp8_scaled_mm on sm_90, whose shared memory takes the 128 x 256 prefill tiles: which width
+# takes them depends on the SM count (their last wave's fill), the variants must not
+hopper = gl.load()["sm_90"]
+prefill = {"rows": (4096,)}
+full_mm = kl.Widths(**{**full.__dict__, **prefill})
+small_mm = kl.Widths(**{**small.__dict__, **prefill})
+
+
+def mm_variants(widths, dev):
+    return kl.variants(dev, widths, kl.Specialiser(hopper.cc),
+                       lambda label: label.startswith("fp8_scaled_mm"))
+
+
+def mm_ids(widths, dev):
+    return sorted(v.id for v in mm_variants(widths, dev))
+
+
 print(json.dumps({"classes": ids(full, limits.device()) == ids(small, limits.device()),
                   "sm_count": ids(small, limits.device(36)) == ids(small, limits.device(170)),
+                  "mm_classes": mm_ids(full_mm, hopper.device()) == mm_ids(small_mm,
+                                                                         hopper.device()),
+                  "mm_sm_count": len({tuple(mm_ids(small_mm, hopper.device(sms)))
+                                      for sms in (114, 132, 170)}) == 1,
+                  "mm_wide": any(v.constexprs.get("BLOCK_N") == 256
+                                 for v in mm_variants(small_mm, hopper.device())),
                   "widths": [len(every), len(classed.hidden)]}))

@@ -63,12 +63,18 @@ def token_config(n_rows: int, n_cols: int) -> Config:
     block_n = min(next_pow2(n_cols), 2 * TILE)
     warps = max(1, min(8, block_n // 512))
     if n_rows > MANY_ROWS:
-        if (block_n >= TILE and n_rows <= PADDED_STEP_MAX_ROWS
-                and 4 * (block_n - n_cols) > block_n):
+        if block_n >= TILE and n_rows <= PADDED_STEP_MAX_ROWS and pads_a_quarter(n_cols):
             return {"BLOCK_M": 1, "BLOCK_N": 1024, "num_warps": 2}
         if block_n == TILE:
             warps = 4
     return {"BLOCK_M": 1, "BLOCK_N": block_n, "num_warps": warps}
+
+
+def pads_a_quarter(n: int) -> bool:
+    """Whether ``n``'s power of two leaves more than a quarter of its lanes idle: a switch
+    of :func:`token_config` inside a power-of-two class of widths (the compile check's
+    enumeration keys its width classes on it too)."""
+    return 4 * (next_pow2(n) - n) > next_pow2(n)
 
 
 def token_grid(n_rows: int, cfg: Config) -> tuple[int]:
