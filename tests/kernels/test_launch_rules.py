@@ -273,8 +273,9 @@ def test_quant_rules_groups_rows_and_tensor_blocks() -> None:
                 assert cfg["BLOCK_G"] == max(1, min(next_pow2(n_groups), tile // size))
                 assert_covers(n_groups, quant_launch.group_grid(n_groups, cfg)[0],
                               cfg["BLOCK_G"], n_groups)
-        # the padding rule's edges: 2049 and 3071 pad by more than a quarter, 3072 by one
-        for cols in (*SIZES, 2048, 2049, 2304, 3071, 3072, 3584, 6143, 6144, 7168):
+        # the padding rule's edges: 2049 and 3071 pad by more than a quarter, 3072 by one;
+        # 11000 is stepped in 8192 columns whatever its power of two pads
+        for cols in (*SIZES, 2048, 2049, 2304, 3071, 3072, 3584, 6143, 6144, 7168, 11000):
             cfg = quant_launch.token_config(rows, cols)
             assert_launchable(cfg, (rows, cols))
             block_n = min(next_pow2(cols), 8192)
@@ -282,7 +283,7 @@ def test_quant_rules_groups_rows_and_tensor_blocks() -> None:
                     "num_warps": max(1, min(8, block_n // 512))}
             if rows > 256 and block_n == 4096:
                 want["num_warps"] = 4
-            if 256 < rows <= 4096 and cols > 2048 and block_n - cols > block_n / 4:
+            if 256 < rows <= 4096 and 2048 < cols <= 8192 and block_n - cols > block_n / 4:
                 want = {"BLOCK_M": 1, "BLOCK_N": 1024, "num_warps": 2}
             assert cfg == want, (rows, cols)
             assert_covers(rows, quant_launch.token_grid(rows, cfg)[0], cfg["BLOCK_M"], rows)

@@ -63,7 +63,8 @@ def token_config(n_rows: int, n_cols: int) -> Config:
     block_n = min(next_pow2(n_cols), 2 * TILE)
     warps = max(1, min(8, block_n // 512))
     if n_rows > MANY_ROWS:
-        if block_n >= TILE and n_rows <= PADDED_STEP_MAX_ROWS and pads_a_quarter(n_cols):
+        if (TILE <= next_pow2(n_cols) <= 2 * TILE and n_rows <= PADDED_STEP_MAX_ROWS
+                and pads_a_quarter(n_cols)):
             return {"BLOCK_M": 1, "BLOCK_N": 1024, "num_warps": 2}
         if block_n == TILE:
             warps = 4
