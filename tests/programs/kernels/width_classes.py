@@ -1,6 +1,7 @@
 """Whether the compile check's enumeration loses anything: every width of the models
 against one width per class, and two SM counts, on sm_120 (a few ops), and the same for
 fp8_scaled_mm's prefill tiles on sm_90 (three SM counts); prints the verdicts."""
+import dataclasses
 import json
 
 from tools.gpus import launches as kl
@@ -29,9 +30,8 @@ def ids(widths, dev):
 # fp8_scaled_mm on sm_90, whose shared memory takes the 128 x 256 prefill tiles: which width
 # takes them depends on the SM count (their last wave's fill), the variants must not
 hopper = gl.load()["sm_90"]
-prefill = {"rows": (4096,)}
-full_mm = kl.Widths(**{**full.__dict__, **prefill})
-small_mm = kl.Widths(**{**small.__dict__, **prefill})
+full_mm = dataclasses.replace(full, rows=(4096,))
+small_mm = dataclasses.replace(small, rows=(4096,))
 
 
 def mm_variants(widths, dev):
@@ -43,12 +43,14 @@ def mm_ids(widths, dev):
     return sorted(v.id for v in mm_variants(widths, dev))
 
 
+small_hopper = mm_variants(small_mm, hopper.device())
+
+
 print(json.dumps({"classes": ids(full, limits.device()) == ids(small, limits.device()),
                   "sm_count": ids(small, limits.device(36)) == ids(small, limits.device(170)),
-                  "mm_classes": mm_ids(full_mm, hopper.device()) == mm_ids(small_mm,
-                                                                         hopper.device()),
+                  "mm_classes": mm_ids(full_mm, hopper.device()) == sorted(
+                      v.id for v in small_hopper),
                   "mm_sm_count": len({tuple(mm_ids(small_mm, hopper.device(sms)))
                                       for sms in (114, 132, 170)}) == 1,
-                  "mm_wide": any(v.constexprs.get("BLOCK_N") == 256
-                                 for v in mm_variants(small_mm, hopper.device())),
+                  "mm_wide": any(v.constexprs.get("BLOCK_N") == 256 for v in small_hopper),
                   "widths": [len(every), len(classed.hidden)]}))

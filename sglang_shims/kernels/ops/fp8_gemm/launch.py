@@ -78,14 +78,14 @@ def stages_that_fit(dev: Device, block_m: int, block_n: int, block_k: int, stage
     return stages
 
 
-WIDE_MIN_ROWS = 2048
+WIDE_MIN = 2048
 """From this many rows and columns ``fp8_scaled_mm`` may take 128 x 256 tiles
 (:func:`_wide_fits`)."""
 
 
 def _wide_fits(dev: Device, m: int, n: int) -> bool:
-    """Whether 128 x 256 output tiles suit an ``[m, n]`` product on ``dev``: ``n`` of
-    :data:`WIDE_MIN_ROWS` or more, three stages fit its shared memory, and the tiles fill
+    """Whether 128 x 256 output tiles suit an ``[m, n]`` product on ``dev``: ``m`` and ``n``
+    of :data:`WIDE_MIN` or more, three stages fit its shared memory, and the tiles fill
     their last wave of programs to 80% or more.
 
     Measured on an H100 on 2026-12-06 (``kernels-topk-quant-h100-2026-12-06.md``): in
@@ -96,7 +96,7 @@ def _wide_fits(dev: Device, m: int, n: int) -> bool:
     128 x 128 was the fastest at every width. Then the whole table with the rule: at 16384
     rows 5-10% less time at widths 3584-8192 (0.80-0.95x the AOT kernel -> 0.88-1.06x), but
     12-14% more at 896 and 1024 columns (4-8 column tiles), hence the column floor."""
-    if n < WIDE_MIN_ROWS or stages_that_fit(dev, 128, 256, 128, 3) < 3:
+    if min(m, n) < WIDE_MIN or stages_that_fit(dev, 128, 256, 128, 3) < 3:
         return False
     tiles = cdiv(m, 128) * cdiv(n, 256)
     slots = cdiv(tiles, dev.sm_count) * dev.sm_count
@@ -105,7 +105,7 @@ def _wide_fits(dev: Device, m: int, n: int) -> bool:
 
 def config(m: int, n: int, *, decode_tiles: bool, dev: Device) -> Config:
     """Tiles and launch options for an ``[m, n]`` output on ``dev`` (decode: a narrow row
-    tile; prefill: square 128 tiles, 128 x 256 from :data:`WIDE_MIN_ROWS` rows where they
+    tile; prefill: square 128 tiles, 128 x 256 from :data:`WIDE_MIN` rows where they
     suit).  ``decode_tiles``: the tiles swept for ``fp8_scaled_mm`` (the block-scaled kernel
     steps K by its 128-wide scale blocks and was not swept).  The stages are the measured
     ones wherever they fit ``dev``'s shared memory (every GPU of 99 KiB a block or more, the
@@ -121,7 +121,7 @@ def config(m: int, n: int, *, decode_tiles: bool, dev: Device) -> Config:
         block_m, block_n, block_k, stages = 16, 32 if m <= 16 else 64, 256, 4
         if DECODE_TILES is not None:
             block_m, block_n = DECODE_TILES
-    elif decode_tiles and m >= WIDE_MIN_ROWS and _wide_fits(dev, m, n):
+    elif decode_tiles and _wide_fits(dev, m, n):
         block_n = 256
     return {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": 8,
             "num_warps": 8 if block_m * block_n >= 128 * 128 else 4,
